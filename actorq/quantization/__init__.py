@@ -1,0 +1,33 @@
+"""Quantizers: learner params -> versioned policy packages that actors deserialize and run.
+
+Built-ins: ``fp32``, ``fp16``, ``bf16``, ``int8`` (AQT numerics, real int8 matmul) and
+``int2``..``int8`` (same numerics, fewer bits, for PTQ/QAT studies). Add one with
+:func:`register_quantizer` (see ``actorq/quantization/percentile.py`` for a one-file example).
+"""
+
+from actorq.quantization import aqt_compat  # noqa: F401  (must precede any aqt linen use)
+from actorq.quantization import builtin as _builtin  # noqa: F401  (registers built-ins)
+from actorq.quantization import percentile as _percentile  # noqa: F401  (worked example)
+from actorq.quantization.base import Quantizer
+from actorq.quantization.builtin import FloatQuantizer, IntQuantizer
+from actorq.quantization.forward import forward, make_reference_forward, package_arrays
+from actorq.quantization.package import DenseParams, PackageError, PolicyPackage
+from actorq.quantization.qat import QATSchedule, fake_quant_dot_general
+from actorq.quantization.registry import available_quantizers, make_quantizer, register_quantizer
+
+__all__ = [
+    "DenseParams",
+    "FloatQuantizer",
+    "IntQuantizer",
+    "PackageError",
+    "PolicyPackage",
+    "QATSchedule",
+    "Quantizer",
+    "available_quantizers",
+    "fake_quant_dot_general",
+    "forward",
+    "make_quantizer",
+    "make_reference_forward",
+    "package_arrays",
+    "register_quantizer",
+]

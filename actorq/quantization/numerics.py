@@ -1,0 +1,51 @@
+"""Symmetric integer numerics, bit-for-bit those of AQT's ``IntSymmetric`` + abs-max calibration.
+
+For ``bits`` b the largest magnitude maps to the edge of the last bucket, ``2**(b-1) - 0.5``
+(AQT: preserve_zero=True, preserve_max_val=False); values are clipped to ``+-(2**(b-1) - 1)``
+and rounded half to even. An all-zero slice gets scale 1 (AQT does the same).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def quant_bound(bits: int) -> float:
+    """The float that the abs-max of a slice is scaled to."""
+    return 2.0 ** (bits - 1) - 0.5
+
+
+def max_int(bits: int) -> int:
+    """The largest representable magnitude."""
+    return 2 ** (bits - 1) - 1
+
+
+def check_bits(bits: int) -> int:
+    """Validates an integer bit width (2..8: the values must fit an int8 container)."""
+    if not isinstance(bits, int | np.integer) or not 2 <= int(bits) <= 8:
+        raise ValueError(f"integer bit width must be in 2..8, got {bits!r}")
+    return int(bits)
+
+
+def quantize_rows(x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
+    """Dynamic per-row activation quantization: returns (int8 values, float32 scale [rows, 1])."""
+    abs_max = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
+    abs_max = jnp.where(abs_max == 0.0, jnp.ones_like(abs_max), abs_max)
+    scale = abs_max / quant_bound(bits)
+    limit = float(max_int(bits))
+    q = jax.lax.round(
+        jnp.clip(x * jax.lax.reciprocal(scale), -limit, limit), jax.lax.RoundingMethod.TO_NEAREST_EVEN
+    )
+    return q.astype(jnp.int8), scale.astype(jnp.float32)
+
+
+def quantize_rows_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`quantize_rows` (used by non-XLA actor runtimes)."""
+    abs_max = np.max(np.abs(x), axis=-1, keepdims=True).astype(np.float32)
+    abs_max[abs_max == 0.0] = 1.0
+    scale = (abs_max / np.float32(quant_bound(bits))).astype(np.float32)
+    limit = float(max_int(bits))
+    q = np.rint(np.clip(x * (np.float32(1.0) / scale), -limit, limit))  # rint: half to even
+    return q.astype(np.int8), scale

@@ -1,0 +1,116 @@
+"""Actor policy runtimes: run a policy package fast, with the reference numerics.
+
+A runtime is selected by name (``actor_runtime`` in configs). All runtimes compute what
+``actorq.quantization.forward`` defines; they differ only in speed. ``xla`` needs nothing beyond
+the core install and is the fallback; others register themselves here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from actorq.quantization.forward import forward, package_arrays
+from actorq.quantization.package import PolicyPackage
+
+
+class PolicyRuntime(Protocol):
+    """Holds one loaded policy package and maps observations to network outputs."""
+
+    name: str
+
+    def load(self, package: PolicyPackage) -> None:
+        """Makes ``package`` the policy that subsequent calls run."""
+        ...
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        """``[batch, obs_dim]`` float32 -> ``[batch, out_dim]`` float32."""
+        ...
+
+
+class XlaRuntime:
+    """JAX/XLA runtime.
+
+    XLA:CPU lowers an int8 matrix-*vector* product (one row) to a convert of the whole weight
+    matrix to int32 plus a scalar loop (~13x slower than fp32); from two rows up it uses its fast
+    int8 kernel. So single observations are padded to two rows for integer packages.
+    """
+
+    name = "xla"
+    MIN_INT_ROWS = 2
+
+    def __init__(self) -> None:
+        self._package: PolicyPackage | None = None
+        self._arrays = None
+        self._fn: Callable | None = None
+        self._signature: tuple | None = None
+
+    def load(self, package: PolicyPackage) -> None:
+        signature = (
+            package.activation,
+            package.output_activation,
+            package.activation_bits,
+            tuple((layer.kernel.shape, str(layer.kernel.dtype)) for layer in package.layers),
+        )
+        if signature != self._signature:  # recompile only when the network itself changes
+            self._fn = jax.jit(
+                lambda arrays, x: forward(
+                    arrays,
+                    x,
+                    activation=package.activation,
+                    output_activation=package.output_activation,
+                    activation_bits=package.activation_bits,
+                )
+            )
+            self._signature = signature
+        self._arrays = jax.device_put(package_arrays(package))
+        self._package = package
+
+    def padded_rows(self, batch: int) -> int:
+        """Rows actually computed for a call with ``batch`` observations."""
+        if self._package is not None and self._package.activation_bits is not None:
+            return max(batch, self.MIN_INT_ROWS)
+        return batch
+
+    def lower(self, batch: int):
+        """The lowered computation for ``batch`` observations (for inspection in tests)."""
+        if self._package is None:
+            raise RuntimeError("no policy package loaded")
+        rows = self.padded_rows(batch)
+        x = jax.ShapeDtypeStruct((rows, self._package.input_size), jnp.float32)
+        return self._fn.lower(self._arrays, x)
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        if self._package is None:
+            raise RuntimeError("no policy package loaded")
+        batch = observations.shape[0]
+        rows = self.padded_rows(batch)
+        if rows != batch:
+            observations = np.concatenate(
+                [observations, np.zeros((rows - batch, observations.shape[1]), np.float32)]
+            )
+        return np.asarray(self._fn(self._arrays, observations))[:batch]
+
+
+_RUNTIMES: dict[str, Callable[[], PolicyRuntime]] = {"xla": XlaRuntime}
+
+
+def register_runtime(name: str, factory: Callable[[], PolicyRuntime]) -> None:
+    """Registers an actor runtime under ``name``."""
+    _RUNTIMES[name] = factory
+
+
+def available_runtimes() -> list[str]:
+    """Names accepted by :func:`make_policy_runtime`."""
+    return sorted(_RUNTIMES)
+
+
+def make_policy_runtime(name: str = "xla") -> PolicyRuntime:
+    """Builds the runtime ``name``; unknown names raise ValueError listing valid ones."""
+    if name not in _RUNTIMES:
+        raise ValueError(f"unknown actor runtime {name!r}; valid: {', '.join(available_runtimes())}")
+    return _RUNTIMES[name]()
