@@ -1,0 +1,1 @@
+"""Programs of nodes (learner, actors, replay, evaluator) and the launchers that run them."""

@@ -1,0 +1,1 @@
+"""Agents: one package each (config, networks, learning, acting, builder), as in Acme."""

@@ -1,0 +1,38 @@
+"""Replay -> learner: sample ``steps_per_call x batch_size`` items per learner call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from actorq.replay.table import Table
+
+LEARNER_FIELDS = ("observation", "action", "reward", "discount", "next_observation")
+
+
+def learner_batches(
+    table: Table,
+    batch_size: int,
+    steps_per_call: int,
+    timeout: float | None = None,
+    with_sample_info: bool = False,
+) -> Iterator[dict[str, np.ndarray]]:
+    """Yields dicts of ``[steps_per_call, batch_size, ...]`` arrays for one learner call.
+
+    Also yields ``policy_version`` (to measure policy lag) and, when ``with_sample_info``,
+    ``keys``/``probabilities`` (prioritized replay).
+    """
+    n = batch_size * steps_per_call
+    while True:
+        sample = table.sample(n, timeout=timeout)
+        batch = {
+            key: sample.data[key].reshape(steps_per_call, batch_size, *sample.data[key].shape[1:])
+            for key in LEARNER_FIELDS
+        }
+        if "policy_version" in sample.data:
+            batch["policy_version"] = sample.data["policy_version"]
+        if with_sample_info:
+            batch["keys"] = sample.keys.reshape(steps_per_call, batch_size)
+            batch["probabilities"] = sample.probabilities.reshape(steps_per_call, batch_size)
+        yield batch

@@ -1,0 +1,74 @@
+"""D4PG builder: everything a launcher needs to assemble D4PG nodes, without knowing D4PG."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import dm_env
+import numpy as np
+
+from actorq.agents.d4pg import acting
+from actorq.agents.d4pg.config import D4PGConfig
+from actorq.agents.d4pg.learning import D4PGLearner
+from actorq.agents.d4pg.networks import make_networks
+from actorq.networks.mlp import MLP
+from actorq.replay.specs import ArraySpec
+from actorq.runtime.actor import Exploration
+
+
+class D4PGBuilder:
+    """Builds D4PG's learner, exploration and replay signature for one environment."""
+
+    name = "d4pg"
+    uses_priorities = False
+
+    def __init__(self, config: D4PGConfig, environment_spec: Mapping[str, Any]) -> None:
+        obs_spec, act_spec = environment_spec["observation"], environment_spec["action"]
+        if isinstance(act_spec, dm_env.specs.DiscreteArray):
+            raise ValueError("D4PG needs a continuous-action task (a DMC task); use DQN for Gym")
+        self.config = config
+        self.observation_size = int(np.prod(obs_spec.shape))
+        self.action_size = int(np.prod(act_spec.shape))
+        self.networks = make_networks(config, self.observation_size, self.action_size)
+
+    @property
+    def policy_network(self) -> MLP:
+        """The network the actors run (and the quantizer packages)."""
+        return self.networks.policy
+
+    @property
+    def n_step(self) -> int:
+        return self.config.n_step
+
+    @property
+    def discount(self) -> float:
+        return self.config.discount
+
+    def replay_signature(self) -> dict[str, ArraySpec]:
+        obs = ArraySpec((self.observation_size,), np.dtype(np.float32))
+        return {
+            "observation": obs,
+            "action": ArraySpec((self.action_size,), np.dtype(np.float32)),
+            "reward": ArraySpec((), np.dtype(np.float32)),
+            "discount": ArraySpec((), np.dtype(np.float32)),
+            "next_observation": obs,
+            "policy_version": ArraySpec((), np.dtype(np.int32)),
+        }
+
+    def make_learner(
+        self,
+        batches: Iterator[dict[str, np.ndarray]],
+        seed: int,
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
+        replay_size: Callable[[], int] | None = None,
+    ) -> D4PGLearner:
+        del update_priorities, replay_size  # D4PG samples uniformly (the paper's setup)
+        return D4PGLearner(self.networks, self.config, batches, seed)
+
+    def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
+        sigma = acting.actor_sigma(self.config.sigma_max, actor_index, num_actors)
+        return acting.gaussian_exploration(sigma, seed)
+
+    def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
+        return acting.greedy_action(outputs)

@@ -1,0 +1,42 @@
+"""D4PG hyperparameters (QuaRL paper defaults)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from actorq.networks.heads import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
+
+
+@dataclasses.dataclass(frozen=True)
+class D4PGConfig:
+    """Everything the D4PG learner and actors need; launch settings live in the experiment config.
+
+    Defaults are the paper's: policy 3 x 2048, critic (512, 512, 256) with 51 atoms in
+    [-150, 150], n-step 5, discount 0.99, Adam 1e-4 for both, batch 256, target period 100.
+    """
+
+    policy_hidden_sizes: tuple[int, ...] = PAPER_POLICY_SIZES
+    critic_hidden_sizes: tuple[int, ...] = PAPER_CRITIC_SIZES
+    num_atoms: int = 51
+    v_min: float = -150.0
+    v_max: float = 150.0
+    n_step: int = 5
+    discount: float = 0.99
+    policy_learning_rate: float = 1e-4
+    critic_learning_rate: float = 1e-4
+    batch_size: int = 256
+    target_update_period: int = 100
+    sgd_steps_per_call: int = 1
+    # Gaussian exploration: actor i of N gets sigma_max * (i + 1) / N (spread over (0, sigma_max]).
+    sigma_max: float = 0.2
+    # DPG gradient clipping (Acme's dqda_clipping); None disables.
+    dqda_clipping: float | None = None
+    # Quantization-aware training of the policy: bits (None = off) and fp32 steps before it.
+    qat_bits: int | None = None
+    qat_delay_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.num_atoms < 2 or self.v_max <= self.v_min:
+            raise ValueError("need num_atoms >= 2 and v_max > v_min")
+        if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
+            raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")

@@ -1,0 +1,189 @@
+"""D4PG learner: distributional critic (rlax categorical TD) + deterministic policy gradient.
+
+The whole update, ``sgd_steps_per_call`` SGD steps, is one jitted function (a ``lax.scan``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import rlax
+
+from actorq.agents.batches import LEARNER_FIELDS
+from actorq.agents.d4pg.config import D4PGConfig
+from actorq.agents.d4pg.networks import D4PGNetworks, atoms
+from actorq.quantization.qat import QATSchedule
+
+
+class TrainingState(NamedTuple):
+    policy_params: Any
+    critic_params: Any
+    target_policy_params: Any
+    target_critic_params: Any
+    policy_opt_state: Any
+    critic_opt_state: Any
+    steps: jax.Array
+
+
+Batch = dict[str, jax.Array]
+
+
+def d4pg_losses(
+    policy_apply: Callable,
+    critic_apply: Callable,
+    support: jax.Array,
+    dqda_clipping: float | None,
+    policy_params: Any,
+    critic_params: Any,
+    target_policy_params: Any,
+    target_critic_params: Any,
+    batch: Batch,
+) -> tuple[jax.Array, jax.Array]:
+    """(critic_loss, policy_loss) on one batch of n-step transitions (pure)."""
+    obs, act = batch["observation"], batch["action"]
+    next_obs = batch["next_observation"]
+    # Critic: categorical TD towards the target networks' distribution at the next state.
+    q_tm1 = critic_apply(critic_params, obs, act)
+    next_act = policy_apply(target_policy_params, next_obs)
+    q_t = critic_apply(target_critic_params, next_obs, next_act)
+    critic_loss = jax.vmap(rlax.categorical_td_learning, in_axes=(None, 0, 0, 0, None, 0))(
+        support, q_tm1, batch["reward"], batch["discount"], support, q_t
+    )
+
+    # Policy: follow dQ/da of the critic's mean at the policy's action.
+    def q_mean(a: jax.Array, o: jax.Array) -> jax.Array:
+        logits = critic_apply(critic_params, o[None], a[None])[0]
+        return jnp.sum(jax.nn.softmax(logits) * support)
+
+    dpg_action = policy_apply(policy_params, obs)
+    dqda = jax.vmap(jax.grad(q_mean))(dpg_action, obs)
+    policy_loss = jax.vmap(lambda a, g: rlax.dpg_loss(a, g, dqda_clipping))(dpg_action, dqda)
+    return jnp.mean(critic_loss), jnp.mean(policy_loss)
+
+
+class D4PGLearner:
+    """Full-precision D4PG learner sampling from an iterator of batches.
+
+    Args:
+      networks: the policy/critic modules.
+      config: hyperparameters.
+      batches: yields dicts with ``observation, action, reward, discount, next_observation``
+        arrays of leading shape ``[sgd_steps_per_call, batch_size]``.
+      seed: initialisation seed.
+    """
+
+    def __init__(
+        self,
+        networks: D4PGNetworks,
+        config: D4PGConfig,
+        batches: Iterator[Batch],
+        seed: int,
+    ) -> None:
+        self._networks = networks
+        self._config = config
+        self._batches = batches
+        self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
+        self._policy_opt = optax.adam(config.policy_learning_rate)
+        self._critic_opt = optax.adam(config.critic_learning_rate)
+        policy_params, critic_params = networks.init(jax.random.key(seed))
+        self._state = TrainingState(
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_policy_params=policy_params,
+            target_critic_params=critic_params,
+            policy_opt_state=self._policy_opt.init(policy_params),
+            critic_opt_state=self._critic_opt.init(critic_params),
+            steps=jnp.zeros((), jnp.int32),
+        )
+        self._update_fp32 = jax.jit(functools.partial(self._update, networks.policy))
+        self._update_qat = (
+            jax.jit(functools.partial(self._update, networks.qat_policy))
+            if networks.qat_policy is not None
+            else None
+        )
+        self._steps = 0
+
+    def _update(self, policy, state: TrainingState, batches: Batch):
+        support = jnp.asarray(atoms(self._config))
+        critic_apply = self._networks.critic.apply
+        # The target policy stays fp32 (it only shapes the critic's target); QAT affects the
+        # online policy whose gradients train the weights that actors will run quantized.
+        target_apply = self._networks.policy.apply
+
+        def one_step(state: TrainingState, batch: Batch):
+            def critic_loss_fn(critic_params):
+                return d4pg_losses(
+                    target_apply, critic_apply, support, self._config.dqda_clipping,
+                    state.policy_params, critic_params, state.target_policy_params,
+                    state.target_critic_params, batch,
+                )[0]
+
+            def policy_loss_fn(policy_params):
+                return d4pg_losses(
+                    policy.apply, critic_apply, support, self._config.dqda_clipping,
+                    policy_params, state.critic_params, state.target_policy_params,
+                    state.target_critic_params, batch,
+                )[1]
+
+            critic_loss, critic_grads = jax.value_and_grad(critic_loss_fn)(state.critic_params)
+            policy_loss, policy_grads = jax.value_and_grad(policy_loss_fn)(state.policy_params)
+            critic_updates, critic_opt_state = self._critic_opt.update(
+                critic_grads, state.critic_opt_state
+            )
+            policy_updates, policy_opt_state = self._policy_opt.update(
+                policy_grads, state.policy_opt_state
+            )
+            critic_params = optax.apply_updates(state.critic_params, critic_updates)
+            policy_params = optax.apply_updates(state.policy_params, policy_updates)
+            steps = state.steps + 1
+            target_policy = optax.periodic_update(
+                policy_params, state.target_policy_params, steps,
+                self._config.target_update_period,
+            )
+            target_critic = optax.periodic_update(
+                critic_params, state.target_critic_params, steps,
+                self._config.target_update_period,
+            )
+            new_state = TrainingState(
+                policy_params, critic_params, target_policy, target_critic,
+                policy_opt_state, critic_opt_state, steps,
+            )
+            return new_state, {"critic_loss": critic_loss, "policy_loss": policy_loss}
+
+        state, metrics = jax.lax.scan(one_step, state, batches)
+        return state, jax.tree_util.tree_map(jnp.mean, metrics)
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def step(self) -> dict[str, float]:
+        raw = next(self._batches)
+        batch = {k: raw[k] for k in LEARNER_FIELDS}
+        chex.assert_rank(batch["reward"], 2)
+        qat_on = self._update_qat is not None and self._qat.active(self._steps)
+        update = self._update_qat if qat_on else self._update_fp32
+        self._state, metrics = update(self._state, batch)
+        self._steps += int(batch["reward"].shape[0])
+        out = {k: float(v) for k, v in metrics.items()}
+        out["qat_active"] = float(qat_on)
+        if "policy_version" in raw:
+            out["sample_policy_lag"] = float(self._steps - np.mean(raw["policy_version"]))
+        return out
+
+    def policy_params(self) -> Any:
+        return self._state.policy_params
+
+    def state(self) -> Any:
+        return self._state._asdict()
+
+    def restore(self, state: Any) -> None:
+        self._state = TrainingState(**state)
+        self._steps = int(np.asarray(self._state.steps))

@@ -1,0 +1,158 @@
+"""DQN learner: double Q-learning with a Huber loss (rlax), n-step targets, optional PER.
+
+``sgd_steps_per_call`` SGD steps run inside one jitted ``lax.scan``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import rlax
+
+from actorq.agents.batches import LEARNER_FIELDS
+from actorq.agents.dqn.config import DQNConfig
+from actorq.agents.dqn.networks import DQNNetworks
+from actorq.quantization.qat import QATSchedule
+from actorq.replay.samplers import importance_weights
+
+
+class TrainingState(NamedTuple):
+    params: Any
+    target_params: Any
+    opt_state: Any
+    steps: jax.Array
+
+
+def double_q_loss(
+    q_apply: Callable,
+    target_apply: Callable,
+    huber_delta: float,
+    params: Any,
+    target_params: Any,
+    batch: dict[str, jax.Array],
+    weights: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """Importance-weighted Huber double-Q loss; returns (loss, |td error| per item) (pure)."""
+    q_tm1 = q_apply(params, batch["observation"])
+    q_t_value = target_apply(target_params, batch["next_observation"])
+    q_t_selector = q_apply(params, batch["next_observation"])
+    # The adder's discount already holds gamma^m times the env discounts.
+    td = jax.vmap(rlax.double_q_learning)(
+        q_tm1,
+        batch["action"].astype(jnp.int32),
+        batch["reward"],
+        batch["discount"],
+        q_t_value,
+        q_t_selector,
+    )
+    loss = jnp.mean(weights * rlax.huber_loss(td, huber_delta))
+    return loss, jnp.abs(td)
+
+
+class DQNLearner:
+    """Full-precision double-DQN learner.
+
+    Args:
+      networks: the Q-network (and QAT twin).
+      config: hyperparameters.
+      batches: dicts of ``[sgd_steps_per_call, batch_size, ...]`` arrays (with ``keys`` and
+        ``probabilities`` when prioritized).
+      seed: initialisation seed.
+      update_priorities: called with (keys, priorities) after each call when prioritized.
+      replay_size: returns the table's current size (for importance weights).
+    """
+
+    def __init__(
+        self,
+        networks: DQNNetworks,
+        config: DQNConfig,
+        batches: Iterator[dict[str, np.ndarray]],
+        seed: int,
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
+        replay_size: Callable[[], int] | None = None,
+    ) -> None:
+        self._networks = networks
+        self._config = config
+        self._batches = batches
+        self._update_priorities = update_priorities
+        self._replay_size = replay_size
+        self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
+        self._optimizer = optax.chain(
+            optax.clip_by_global_norm(config.max_gradient_norm), optax.adam(config.learning_rate)
+        )
+        params = networks.init(jax.random.key(seed))
+        self._state = TrainingState(
+            params, params, self._optimizer.init(params), jnp.zeros((), jnp.int32)
+        )
+        self._update_fp32 = jax.jit(functools.partial(self._update, networks.q_network))
+        self._update_qat = (
+            jax.jit(functools.partial(self._update, networks.qat_q_network))
+            if networks.qat_q_network is not None
+            else None
+        )
+        self._steps = 0
+
+    def _update(self, q_network, state: TrainingState, batches, weights):
+        target_apply = self._networks.q_network.apply
+
+        def one_step(state: TrainingState, inputs):
+            batch, w = inputs
+            (loss, td_abs), grads = jax.value_and_grad(
+                lambda p: double_q_loss(
+                    q_network.apply, target_apply, self._config.huber_delta,
+                    p, state.target_params, batch, w,
+                ),
+                has_aux=True,
+            )(state.params)
+            updates, opt_state = self._optimizer.update(grads, state.opt_state, state.params)
+            params = optax.apply_updates(state.params, updates)
+            steps = state.steps + 1
+            target = optax.periodic_update(
+                params, state.target_params, steps, self._config.target_update_period
+            )
+            return TrainingState(params, target, opt_state, steps), (loss, td_abs)
+
+        state, (losses, td_abs) = jax.lax.scan(one_step, state, (batches, weights))
+        return state, jnp.mean(losses), td_abs
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def step(self) -> dict[str, float]:
+        raw = next(self._batches)
+        batch = {k: raw[k] for k in LEARNER_FIELDS}
+        calls, size = raw["reward"].shape
+        if self._config.prioritized and self._replay_size is not None:
+            weights = importance_weights(
+                raw["probabilities"].reshape(-1), self._replay_size(), self._config.importance_beta
+            ).reshape(calls, size).astype(np.float32)
+        else:
+            weights = np.ones((calls, size), np.float32)
+        qat_on = self._update_qat is not None and self._qat.active(self._steps)
+        update = self._update_qat if qat_on else self._update_fp32
+        self._state, loss, td_abs = update(self._state, batch, weights)
+        if self._config.prioritized and self._update_priorities is not None:
+            priorities = np.asarray(td_abs).reshape(-1) + self._config.priority_epsilon
+            self._update_priorities(raw["keys"].reshape(-1), priorities)
+        self._steps += calls
+        out = {"loss": float(loss), "qat_active": float(qat_on)}
+        if "policy_version" in raw:
+            out["sample_policy_lag"] = float(self._steps - np.mean(raw["policy_version"]))
+        return out
+
+    def policy_params(self) -> Any:
+        return self._state.params
+
+    def state(self) -> Any:
+        return self._state._asdict()
+
+    def restore(self, state: Any) -> None:
+        self._state = TrainingState(**state)
+        self._steps = int(np.asarray(self._state.steps))

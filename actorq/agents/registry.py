@@ -1,0 +1,48 @@
+"""Agent registry: experiment config -> agent builder (so launchers stay agent-agnostic)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import dm_env
+
+from actorq.agents.d4pg import D4PGBuilder, D4PGConfig
+from actorq.agents.dqn import DQNBuilder, DQNConfig
+
+_AGENTS: dict[str, tuple[type, type]] = {
+    "d4pg": (D4PGConfig, D4PGBuilder),
+    "dqn": (DQNConfig, DQNBuilder),
+}
+
+
+def agent_config(agent: str, overrides: Mapping[str, Any] | None = None) -> Any:
+    """The agent's config dataclass with ``overrides``; unknown fields fail listing valid ones."""
+    if agent not in _AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; valid: {', '.join(sorted(_AGENTS))}")
+    config_cls = _AGENTS[agent][0]
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise ValueError(
+            f"unknown {agent} learner fields {unknown}; valid: {', '.join(sorted(fields))}"
+        )
+    for key, value in overrides.items():
+        if isinstance(value, list):
+            overrides[key] = tuple(value)
+    return config_cls(**overrides)
+
+
+def environment_spec(environment: dm_env.Environment) -> dict[str, Any]:
+    """The specs a builder needs."""
+    return {"observation": environment.observation_spec(), "action": environment.action_spec()}
+
+
+def make_builder(
+    agent: str, learner_overrides: Mapping[str, Any] | None, environment: dm_env.Environment
+) -> D4PGBuilder | DQNBuilder:
+    """Builds agent ``agent``'s builder for ``environment``."""
+    config = agent_config(agent, learner_overrides)
+    return _AGENTS[agent][1](config, environment_spec(environment))

@@ -1,0 +1,65 @@
+"""The small interfaces that connect the pieces (Acme's roles, without Acme).
+
+Data flows one way: env -> Actor (quantized policy) -> adder -> replay -> Learner ->
+quantizer -> VariableSource -> Actor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import dm_env
+import numpy as np
+
+
+class Actor(Protocol):
+    """Acts in an environment with a (quantized) policy and feeds experience to replay."""
+
+    def select_action(self, observation: np.ndarray) -> np.ndarray:
+        """Returns the action for one observation (exploration included)."""
+        ...
+
+    def observe_first(self, timestep: dm_env.TimeStep) -> None:
+        """Records the first timestep of an episode."""
+        ...
+
+    def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep) -> None:
+        """Records an action and the timestep it produced."""
+        ...
+
+    def update(self, wait: bool = False) -> None:
+        """Pulls a newer policy if one is due (``wait`` forces a pull now)."""
+        ...
+
+
+class VariableSource(Protocol):
+    """Serves the latest published policy package."""
+
+    def latest(self) -> tuple[int, bytes] | None:
+        """``(version, package bytes)`` of the newest policy, or None before the first."""
+        ...
+
+
+class Learner(Protocol):
+    """Trains in full precision from replay."""
+
+    @property
+    def steps(self) -> int:
+        """SGD steps taken so far."""
+        ...
+
+    def step(self) -> dict[str, float]:
+        """One update call (``sgd_steps_per_call`` SGD steps); returns scalar metrics."""
+        ...
+
+    def policy_params(self) -> Any:
+        """The current full-precision params of the policy network the actors run."""
+        ...
+
+    def state(self) -> Any:
+        """The whole learner state as a pytree (for checkpoints)."""
+        ...
+
+    def restore(self, state: Any) -> None:
+        """Replaces the learner state with a pytree returned by :meth:`state`."""
+        ...

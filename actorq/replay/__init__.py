@@ -1,0 +1,48 @@
+"""Replay: Reverb-style tables (samplers, removers, rate limiters), n-step adders, prefetching."""
+
+from actorq.replay.adders import NStepTransitionAdder
+from actorq.replay.dataset import PrefetchingIterator
+from actorq.replay.errors import RateLimiterTimeout, TableClosedError
+from actorq.replay.rate_limiters import (
+    MinSize,
+    Queue,
+    RateLimiter,
+    SampleToInsertRatio,
+    rate_limiter_from_config,
+)
+from actorq.replay.samplers import (
+    Fifo,
+    Prioritized,
+    Sampler,
+    Selector,
+    Uniform,
+    importance_weights,
+    sampler_from_config,
+)
+from actorq.replay.specs import ArraySpec, signature_from_example
+from actorq.replay.sum_tree import SumTree
+from actorq.replay.table import SampleBatch, Table
+
+__all__ = [
+    "ArraySpec",
+    "Fifo",
+    "MinSize",
+    "NStepTransitionAdder",
+    "PrefetchingIterator",
+    "Prioritized",
+    "Queue",
+    "RateLimiter",
+    "RateLimiterTimeout",
+    "SampleBatch",
+    "SampleToInsertRatio",
+    "Sampler",
+    "Selector",
+    "SumTree",
+    "Table",
+    "TableClosedError",
+    "Uniform",
+    "importance_weights",
+    "rate_limiter_from_config",
+    "sampler_from_config",
+    "signature_from_example",
+]

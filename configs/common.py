@@ -1,0 +1,47 @@
+"""Fields shared by every experiment config (run, launch, replay, evaluation, energy)."""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def base_config(agent: str, task: str, max_actor_steps: int, pull_period: int) -> ml_collections.ConfigDict:
+    """The experiment fields common to all agents; every one is overridable from the CLI."""
+    config = ml_collections.ConfigDict()
+    config.agent = agent
+    config.task = task
+    config.seed = 0
+    # Actors' policy precision: fp32, fp16, bf16, int8, int2..int8, or any registered quantizer.
+    config.quantizer = "int8"
+    # How actors run the package: xla (core install) or onnxruntime.
+    config.actor_runtime = "xla"
+    # single: actor and learner interleaved in one process (debugging); local: one process per
+    # node on this machine; ray: the same nodes as Ray actors.
+    config.launcher = "single"
+    config.num_actors = 1
+    config.ray_address = ""
+    config.max_actor_steps = max_actor_steps
+    # Actors pull the newest published policy every pull_period of their own steps.
+    config.pull_period = pull_period
+
+    config.replay = ml_collections.ConfigDict()
+    config.replay.max_size = 1_000_000
+    config.replay.min_size = 1_000
+    # The paper: every item is sampled at most 16 times and actors are never blocked.
+    config.replay.max_times_sampled = 16
+    # Single-process only: learner samples per inserted item, interleaving the two.
+    config.replay.samples_per_insert = 32.0
+    config.replay.priority_exponent = 0.6
+
+    config.eval_every_steps = 5_000
+    config.eval_episodes = 5
+    config.checkpoint_every_steps = 20_000
+    # Keep replay contents in checkpoints so --resume continues with the same data.
+    config.checkpoint_replay = True
+    config.log_every_seconds = 10.0
+    # Where the run writes; empty -> runs/<agent>_<task>_<quantizer>_seed<seed>.
+    config.run_dir = ""
+
+    config.track_energy = True
+    config.country_iso_code = "USA"
+    return config

@@ -1,0 +1,71 @@
+"""D4PG ActorQ presets, one per paper task (QuaRL Table 3): ``configs/d4pg_actorq.py:<task>``."""
+
+from __future__ import annotations
+
+import ml_collections
+
+from configs.common import base_config
+
+# task -> (actor steps, pull period), from the paper.
+PRESETS: dict[str, tuple[int, int]] = {
+    "cartpole_balance": (40_000, 1000),
+    "walker_stand": (40_000, 1000),
+    "hopper_stand": (100_000, 1000),
+    "reacher_hard": (70_000, 1000),
+    "cheetah_run": (200_000, 1000),
+    "finger_spin": (200_000, 1000),
+    "humanoid_stand": (500_000, 100),
+    "humanoid_walk": (700_000, 100),
+}
+# Small networks for quick runs and CI (not paper settings).
+SMALL = ("cartpole_balance_small",)
+
+
+def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
+    """The preset's config; an unknown preset fails listing the valid ones."""
+    preset = preset or "walker_stand"
+    small = preset in SMALL
+    task = preset.removesuffix("_small") if small else preset
+    if task not in PRESETS:
+        valid = ", ".join(sorted([*PRESETS, *SMALL]))
+        raise ValueError(f"unknown d4pg_actorq preset {preset!r}; valid: {valid}")
+    steps, pull_period = PRESETS[task]
+    config = base_config("d4pg", task, steps, pull_period)
+    config.learner = ml_collections.ConfigDict(
+        {
+            "policy_hidden_sizes": (2048, 2048, 2048),
+            "critic_hidden_sizes": (512, 512, 256),
+            "num_atoms": 51,
+            "v_min": -150.0,
+            "v_max": 150.0,
+            "n_step": 5,
+            "discount": 0.99,
+            "policy_learning_rate": 1e-4,
+            "critic_learning_rate": 1e-4,
+            "batch_size": 256,
+            "target_update_period": 100,
+            "sgd_steps_per_call": 1,
+            "sigma_max": 0.2,
+            "qat_bits": ml_collections.FieldReference(None, field_type=int),
+            "qat_delay_steps": 0,
+        }
+    )
+    if small:
+        config.learner.policy_hidden_sizes = (64, 64)
+        config.learner.critic_hidden_sizes = (128, 128)
+        config.learner.policy_learning_rate = 3e-4
+        config.learner.critic_learning_rate = 3e-4
+        config.learner.batch_size = 128
+        config.learner.sgd_steps_per_call = 4
+        config.learner.v_min = 0.0
+        config.learner.v_max = 200.0
+        config.replay.samples_per_insert = 128.0
+        # Each item may be sampled many times here: with the paper's cap of 16 a single
+        # interleaved actor starves the learner (at most 16 / batch SGD steps per env step).
+        config.replay.max_times_sampled = 0
+        config.replay.max_size = 100_000
+        config.max_actor_steps = 20_000
+        config.eval_every_steps = 2_000
+        config.pull_period = 100
+        config.replay.min_size = 1000
+    return config

@@ -1,0 +1,172 @@
+"""Node building blocks shared by every launcher (single-process, local, Ray).
+
+Each function builds one node's pieces from the experiment config through the agent registry,
+so launchers never know which agent they run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import ml_collections
+import numpy as np
+
+from actorq.agents.batches import learner_batches
+from actorq.agents.registry import make_builder
+from actorq.core import VariableSource
+from actorq.envs import make_environment
+from actorq.quantization import make_quantizer
+from actorq.replay import MinSize, Prioritized, Table, Uniform
+from actorq.runtime.actor import FeedForwardActor
+from actorq.runtime.breakdown import RuntimeBreakdown
+from actorq.runtime.environment_loop import evaluate
+from actorq.runtime.policy_runtime import make_policy_runtime
+from actorq.runtime.variable_client import VariableClient
+from actorq.replay.adders import NStepTransitionAdder
+
+EVAL_SEED_OFFSET = 10_000
+ACTOR_SEED_STRIDE = 1_000
+
+
+def make_builder_for(config: ml_collections.ConfigDict) -> Any:
+    """The agent builder for the config's agent and task (validates both early)."""
+    environment = make_environment(config.task, seed=config.seed)
+    try:
+        return make_builder(config.agent, config.learner.to_dict(), environment)
+    finally:
+        environment.close()
+
+
+def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
+    """The replay table: FIFO eviction, MinSize limiter (actors never block), sampler per agent."""
+    sampler = (
+        Prioritized(config.replay.priority_exponent) if builder.uses_priorities else Uniform()
+    )
+    return Table(
+        name="replay",
+        max_size=config.replay.max_size,
+        signature=builder.replay_signature(),
+        sampler=sampler,
+        rate_limiter=MinSize(config.replay.min_size),
+        max_times_sampled=config.replay.max_times_sampled,
+    )
+
+
+def make_learner(config: ml_collections.ConfigDict, builder: Any, table: Table,
+                 sample_timeout: float | None = None) -> Any:
+    """The agent's learner reading batches from ``table``."""
+    learner_config = builder.config
+    batches = learner_batches(
+        table,
+        learner_config.batch_size,
+        learner_config.sgd_steps_per_call,
+        timeout=sample_timeout,
+        with_sample_info=builder.uses_priorities,
+    )
+    return builder.make_learner(
+        batches, config.seed, update_priorities=table.update_priorities,
+        replay_size=lambda: table.size,
+    )
+
+
+class LearnerVariableSource:
+    """Serves the learner's policy, quantized on demand once per new learner version.
+
+    Quantizing the paper policy costs tens of milliseconds, so it happens only when an actor asks
+    and the learner has moved on since the last package.
+    """
+
+    def __init__(self, learner: Any, builder: Any, quantizer_spec: str) -> None:
+        self._learner = learner
+        self._network = builder.policy_network
+        self._quantizer = make_quantizer(quantizer_spec)
+        self._latest: tuple[int, bytes] | None = None
+        self.quantize_seconds = 0.0
+        self.num_packages = 0
+
+    def latest(self) -> tuple[int, bytes]:
+        version = self._learner.steps
+        if self._latest is None or self._latest[0] != version:
+            start = time.perf_counter()
+            package = self._quantizer.quantize(self._learner.policy_params(), self._network,
+                                               version)
+            self._latest = (version, package.to_bytes())
+            self.quantize_seconds += time.perf_counter() - start
+            self.num_packages += 1
+        return self._latest
+
+
+def make_actor(
+    config: ml_collections.ConfigDict,
+    builder: Any,
+    source: VariableSource,
+    actor_index: int,
+    num_actors: int,
+    emit: Callable[[dict[str, np.ndarray]], None],
+    breakdown: RuntimeBreakdown,
+    step_offset: int = 0,
+    exploration_steps_done: int = 0,
+) -> tuple[FeedForwardActor, VariableClient]:
+    """Actor ``actor_index``: its own runtime, variable client, exploration and n-step adder.
+
+    ``exploration_steps_done``: steps this actor already took (a restarted actor process)
+    so its exploration schedule (e.g. epsilon decay) continues instead of starting over.
+    """
+    runtime = make_policy_runtime(config.actor_runtime)
+    client = VariableClient(
+        source, runtime, config.pull_period, breakdown,
+        expected_shape=(builder.observation_size, builder.policy_network.output_size),
+    )
+    # Offsetting the exploration seed by the resumed step count keeps a resumed run from
+    # replaying the same noise sequence.
+    seed = config.seed * 7919 + actor_index * ACTOR_SEED_STRIDE + step_offset
+    exploration = builder.make_exploration(actor_index, num_actors, seed)
+    if exploration_steps_done:
+        base_exploration, done = exploration, int(exploration_steps_done)
+
+        def exploration(outputs: np.ndarray, step: int) -> np.ndarray:
+            return base_exploration(outputs, step + done)
+
+    adder = NStepTransitionAdder(emit, builder.n_step, builder.discount)
+    return FeedForwardActor(runtime, client, exploration, adder, breakdown), client
+
+
+def actor_environment(config: ml_collections.ConfigDict, actor_index: int, step_offset: int = 0):
+    """Actor ``i``'s environment, seeded apart from the others and from evaluation."""
+    return make_environment(
+        config.task, seed=config.seed * 7919 + actor_index * ACTOR_SEED_STRIDE + step_offset + 1
+    )
+
+
+class Evaluator:
+    """Noise-free evaluation of a policy package over ``episodes`` episodes.
+
+    It runs the same quantized package the actors run (that is the policy being deployed).
+    """
+
+    def __init__(self, config: ml_collections.ConfigDict, builder: Any) -> None:
+        self._env = make_environment(config.task, seed=config.seed + EVAL_SEED_OFFSET)
+        self._runtime = make_policy_runtime(config.actor_runtime)
+        self._builder = builder
+        self._episodes = config.eval_episodes
+        self._loaded_version = -1
+
+    def run(self, source: VariableSource) -> tuple[int, list[float]]:
+        """Evaluates the newest package; returns (policy version, episode returns)."""
+        from actorq.quantization.package import PolicyPackage
+
+        latest = source.latest()
+        if latest is None:
+            raise RuntimeError("no policy published yet")
+        version, data = latest
+        if version != self._loaded_version:
+            self._runtime.load(PolicyPackage.from_bytes(data))
+            self._loaded_version = version
+
+        def policy(observation: np.ndarray) -> np.ndarray:
+            outputs = self._runtime(observation[None].astype(np.float32))
+            return self._builder.evaluation_action(outputs)[0]
+
+        return version, evaluate(self._env, policy, self._episodes)

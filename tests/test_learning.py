@@ -1,0 +1,48 @@
+"""Learning tests: fixed seeds, small networks, fp32 and int8 actors both must learn.
+
+These are the CI-sized learning checks (about a minute each on 2 cores).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from actorq.metrics.loggers import read_jsonl
+from configs import d4pg_actorq, dqn_actorq
+from launchpad_programs.launch import run_experiment
+
+
+def _best_eval(run_dir) -> float:
+    return max(row["eval_return"] for row in read_jsonl(run_dir / "eval.jsonl"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantizer", ["fp32", "int8"])
+def test_dqn_cartpole_reaches_195(tmp_path, quantizer):
+    config = dqn_actorq.get_config("cartpole_small")
+    config.quantizer = quantizer
+    config.max_actor_steps = 8_000
+    config.eval_every_steps = 1_000
+    config.eval_episodes = 5
+    config.track_energy = False
+    config.run_dir = str(tmp_path / quantizer)
+    run_experiment(config)
+    evals = read_jsonl(tmp_path / quantizer / "eval.jsonl")
+    assert evals[0]["eval_return"] < 50  # an untrained policy falls over fast
+    assert _best_eval(tmp_path / quantizer) >= 195
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantizer", ["fp32", "int8"])
+def test_d4pg_cartpole_balance_reaches_800(tmp_path, quantizer):
+    config = d4pg_actorq.get_config("cartpole_balance_small")
+    config.quantizer = quantizer
+    config.max_actor_steps = 14_000
+    config.eval_every_steps = 2_000
+    config.eval_episodes = 2
+    config.track_energy = False
+    config.run_dir = str(tmp_path / quantizer)
+    run_experiment(config)
+    evals = read_jsonl(tmp_path / quantizer / "eval.jsonl")
+    assert evals[0]["eval_return"] < 500
+    assert _best_eval(tmp_path / quantizer) >= 800
