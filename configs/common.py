@@ -5,7 +5,9 @@ from __future__ import annotations
 import ml_collections
 
 
-def base_config(agent: str, task: str, max_actor_steps: int, pull_period: int) -> ml_collections.ConfigDict:
+def base_config(
+    agent: str, task: str, max_actor_steps: int, pull_period: int
+) -> ml_collections.ConfigDict:
     """The experiment fields common to all agents; every one is overridable from the CLI."""
     config = ml_collections.ConfigDict()
     config.agent = agent

@@ -1,4 +1,7 @@
-"""DQN ActorQ presets for the paper's Gym tasks (QuaRL Table 3): ``configs/dqn_actorq.py:<task>``."""
+"""DQN ActorQ presets for the paper's Gym tasks (QuaRL Table 3).
+
+Select one as ``--config=configs/dqn_actorq.py:<task>``.
+"""
 
 from __future__ import annotations
 

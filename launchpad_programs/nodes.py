@@ -19,12 +19,12 @@ from actorq.core import VariableSource
 from actorq.envs import make_environment
 from actorq.quantization import make_quantizer
 from actorq.replay import MinSize, Prioritized, Table, Uniform
+from actorq.replay.adders import NStepTransitionAdder
 from actorq.runtime.actor import FeedForwardActor
 from actorq.runtime.breakdown import RuntimeBreakdown
 from actorq.runtime.environment_loop import evaluate
 from actorq.runtime.policy_runtime import make_policy_runtime
 from actorq.runtime.variable_client import VariableClient
-from actorq.replay.adders import NStepTransitionAdder
 
 EVAL_SEED_OFFSET = 10_000
 ACTOR_SEED_STRIDE = 1_000

@@ -132,7 +132,8 @@ def run_single_process(
                     counters["learner_calls"] += 1
                     counters["learner_credit"] -= 1.0
             steps = counters["actor_steps"]
-            if time.perf_counter() - last_learner_log > config.log_every_seconds and learner_metrics:
+            log_due = time.perf_counter() - last_learner_log > config.log_every_seconds
+            if log_due and learner_metrics:
                 last_learner_log = time.perf_counter()
                 learner_log.write({"actor_steps": steps, "learner_steps": learner.steps,
                                    "wall_time_s": wall_time(), "replay_size": table.size,

@@ -70,7 +70,7 @@ def mlp_layers(params: Any) -> list[tuple[jax.Array, jax.Array]]:
 
     Accepts either the module's variables (``{'params': {...}}``) or its ``params`` collection.
     """
-    tree = params["params"] if "params" in params else params
+    tree = params.get("params", params)
     layers = []
     i = 0
     while layer_name(i) in tree:

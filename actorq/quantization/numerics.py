@@ -35,9 +35,8 @@ def quantize_rows(x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
     abs_max = jnp.where(abs_max == 0.0, jnp.ones_like(abs_max), abs_max)
     scale = abs_max / quant_bound(bits)
     limit = float(max_int(bits))
-    q = jax.lax.round(
-        jnp.clip(x * jax.lax.reciprocal(scale), -limit, limit), jax.lax.RoundingMethod.TO_NEAREST_EVEN
-    )
+    clipped = jnp.clip(x * jax.lax.reciprocal(scale), -limit, limit)
+    q = jax.lax.round(clipped, jax.lax.RoundingMethod.TO_NEAREST_EVEN)
     return q.astype(jnp.int8), scale.astype(jnp.float32)
 
 

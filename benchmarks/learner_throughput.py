@@ -1,0 +1,72 @@
+"""Learner update rate (SGD steps/s) for the paper's networks on this machine.
+
+    python -m benchmarks.learner_throughput [--agents=d4pg,dqn] [--calls=10]
+
+Feeds the learner random batches of the right shapes (update cost does not depend on the data),
+so this measures the jitted update alone: no replay sampling, no actors.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from absl import app, flags
+
+from actorq.agents.registry import make_builder
+from actorq.envs import make_environment
+
+_AGENTS = flags.DEFINE_list("agents", ["d4pg", "dqn"], "Agents to measure.")
+_CALLS = flags.DEFINE_integer("calls", 10, "Timed learner calls per setting (after warm-up).")
+_STEPS_PER_CALL = flags.DEFINE_list("sgd_steps_per_call", ["1", "4"], "Settings to compare.")
+
+TASKS = {"d4pg": "walker_stand", "dqn": "cartpole"}
+
+
+def random_batches(builder, batch_size: int, steps_per_call: int):
+    """Endless random batches matching the builder's replay signature."""
+    rng = np.random.default_rng(0)
+    signature = builder.replay_signature()
+    shape = (steps_per_call, batch_size)
+    batch = {}
+    for key, spec in signature.items():
+        if key == "action" and np.issubdtype(spec.dtype, np.integer):
+            batch[key] = rng.integers(0, builder.num_actions, size=shape).astype(spec.dtype)
+        elif key == "discount":
+            batch[key] = np.full(shape, 0.95, np.float32)
+        else:
+            batch[key] = rng.uniform(-1, 1, size=shape + spec.shape).astype(spec.dtype)
+    while True:
+        yield batch
+
+
+def measure(agent: str, steps_per_call: int) -> tuple[float, float]:
+    """(SGD steps/s, ms per SGD step) for the agent's paper networks at batch 256."""
+    env = make_environment(TASKS[agent], seed=0)
+    builder = make_builder(agent, {"sgd_steps_per_call": steps_per_call}, env)
+    learner = builder.make_learner(
+        random_batches(builder, builder.config.batch_size, steps_per_call), seed=0
+    )
+    learner.step()  # compile
+    learner.step()
+    start = time.perf_counter()
+    for _ in range(_CALLS.value):
+        learner.step()
+    elapsed = time.perf_counter() - start
+    steps = _CALLS.value * steps_per_call
+    return steps / elapsed, 1e3 * elapsed / steps
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    print("| agent | networks | batch | SGD steps per call | SGD steps/s | ms per SGD step |")
+    print("|---|---|---:|---:|---:|---:|")
+    for agent in _AGENTS.value:
+        nets = ("policy 3x2048, critic 512-512-256" if agent == "d4pg" else "Q 3x2048")
+        for steps_per_call in map(int, _STEPS_PER_CALL.value):
+            rate, ms = measure(agent, steps_per_call)
+            print(f"| {agent} | {nets} | 256 | {steps_per_call} | {rate:.2f} | {ms:.1f} |")
+
+
+if __name__ == "__main__":
+    app.run(main)
