@@ -13,8 +13,8 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from actorq.agents.batches import learner_batches
 from actorq.agents.registry import make_builder
+from actorq.agents.transitions import learner_batches
 from actorq.core import VariableSource
 from actorq.envs import make_environment
 from actorq.quantization import make_quantizer

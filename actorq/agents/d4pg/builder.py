@@ -12,6 +12,7 @@ from actorq.agents.d4pg import acting
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.d4pg.learning import D4PGLearner
 from actorq.agents.d4pg.networks import make_networks
+from actorq.agents.transitions import transition_signature
 from actorq.networks.mlp import MLP
 from actorq.replay.specs import ArraySpec
 from actorq.runtime.actor import Exploration
@@ -46,15 +47,8 @@ class D4PGBuilder:
         return self.config.discount
 
     def replay_signature(self) -> dict[str, ArraySpec]:
-        obs = ArraySpec((self.observation_size,), np.dtype(np.float32))
-        return {
-            "observation": obs,
-            "action": ArraySpec((self.action_size,), np.dtype(np.float32)),
-            "reward": ArraySpec((), np.dtype(np.float32)),
-            "discount": ArraySpec((), np.dtype(np.float32)),
-            "next_observation": obs,
-            "policy_version": ArraySpec((), np.dtype(np.int32)),
-        }
+        action = ArraySpec((self.action_size,), np.dtype(np.float32))
+        return transition_signature(self.observation_size, action)
 
     def make_learner(
         self,

@@ -16,9 +16,9 @@ import numpy as np
 import optax
 import rlax
 
-from actorq.agents.batches import LEARNER_FIELDS
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.d4pg.networks import D4PGNetworks, atoms
+from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
 from actorq.quantization.qat import QATSchedule
 
 
@@ -174,9 +174,7 @@ class D4PGLearner:
         self._steps += int(batch["reward"].shape[0])
         out = {k: float(v) for k, v in metrics.items()}
         out["qat_active"] = float(qat_on)
-        if "policy_version" in raw:
-            out["sample_policy_lag"] = float(self._steps - np.mean(raw["policy_version"]))
-        return out
+        return {**out, **sample_policy_lag(self._steps, raw)}
 
     def policy_params(self) -> Any:
         return self._state.policy_params

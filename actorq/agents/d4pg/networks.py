@@ -1,4 +1,4 @@
-"""D4PG networks: a deterministic policy (what actors run, quantized) and a distributional critic."""
+"""D4PG networks: a deterministic policy (what actors run, quantized), a distributional critic."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from actorq.agents.dqn import acting
 from actorq.agents.dqn.config import DQNConfig
 from actorq.agents.dqn.learning import DQNLearner
 from actorq.agents.dqn.networks import make_networks
+from actorq.agents.transitions import transition_signature
 from actorq.networks.mlp import MLP
 from actorq.replay.specs import ArraySpec
 from actorq.runtime.actor import Exploration
@@ -48,15 +49,7 @@ class DQNBuilder:
         return self.config.discount
 
     def replay_signature(self) -> dict[str, ArraySpec]:
-        obs = ArraySpec((self.observation_size,), np.dtype(np.float32))
-        return {
-            "observation": obs,
-            "action": ArraySpec((), np.dtype(np.int32)),
-            "reward": ArraySpec((), np.dtype(np.float32)),
-            "discount": ArraySpec((), np.dtype(np.float32)),
-            "next_observation": obs,
-            "policy_version": ArraySpec((), np.dtype(np.int32)),
-        }
+        return transition_signature(self.observation_size, ArraySpec((), np.dtype(np.int32)))
 
     def make_learner(
         self,

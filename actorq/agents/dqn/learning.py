@@ -15,9 +15,9 @@ import numpy as np
 import optax
 import rlax
 
-from actorq.agents.batches import LEARNER_FIELDS
 from actorq.agents.dqn.config import DQNConfig
 from actorq.agents.dqn.networks import DQNNetworks
+from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
 from actorq.quantization.qat import QATSchedule
 from actorq.replay.samplers import importance_weights
 
@@ -143,9 +143,7 @@ class DQNLearner:
             self._update_priorities(raw["keys"].reshape(-1), priorities)
         self._steps += calls
         out = {"loss": float(loss), "qat_active": float(qat_on)}
-        if "policy_version" in raw:
-            out["sample_policy_lag"] = float(self._steps - np.mean(raw["policy_version"]))
-        return out
+        return {**out, **sample_policy_lag(self._steps, raw)}
 
     def policy_params(self) -> Any:
         return self._state.params

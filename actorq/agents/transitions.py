@@ -1,4 +1,4 @@
-"""Replay -> learner: sample ``steps_per_call x batch_size`` items per learner call."""
+"""Transitions between replay and learners: signature, batching, policy-lag bookkeeping."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from actorq.replay.specs import ArraySpec
 from actorq.replay.table import Table
 
 LEARNER_FIELDS = ("observation", "action", "reward", "discount", "next_observation")
@@ -36,3 +37,24 @@ def learner_batches(
             batch["keys"] = sample.keys.reshape(steps_per_call, batch_size)
             batch["probabilities"] = sample.probabilities.reshape(steps_per_call, batch_size)
         yield batch
+
+
+def transition_signature(observation_size: int, action: ArraySpec) -> dict[str, ArraySpec]:
+    """Replay signature of an n-step transition tagged with the policy version that made it."""
+    obs = ArraySpec((observation_size,), np.dtype(np.float32))
+    scalar = ArraySpec((), np.dtype(np.float32))
+    return {
+        "observation": obs,
+        "action": action,
+        "reward": scalar,
+        "discount": scalar,
+        "next_observation": obs,
+        "policy_version": ArraySpec((), np.dtype(np.int32)),
+    }
+
+
+def sample_policy_lag(learner_steps: int, batch: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean learner-version lag of the sampled experience (empty if untagged)."""
+    if "policy_version" not in batch:
+        return {}
+    return {"sample_policy_lag": float(learner_steps - np.mean(batch["policy_version"]))}

@@ -1,0 +1,28 @@
+"""The command line shared by the training entry points (``--config``, ``--resume``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from absl import flags, logging
+from ml_collections import config_flags
+
+from launchpad_programs.launch import run_experiment
+
+
+def make_main(default_config: str) -> Callable[[list[str]], None]:
+    """Defines ``--config`` (default ``default_config``) and ``--resume``; returns an absl main."""
+    config_flag = config_flags.DEFINE_config_file("config", default_config)
+    resume_flag = flags.DEFINE_bool(
+        "resume", False, "Continue the run in config.run_dir from its last checkpoint."
+    )
+
+    def main(argv: list[str]) -> None:
+        del argv
+        # Orbax and jax log every checkpoint step at INFO; keep the terminal for progress.
+        if not flags.FLAGS["verbosity"].present:
+            logging.set_verbosity(logging.WARNING)
+        summary = run_experiment(config_flag.value, resume=resume_flag.value)
+        print("summary:", summary)
+
+    return main
