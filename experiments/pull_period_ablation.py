@@ -186,10 +186,10 @@ def plot_ablation(rows: Sequence[dict[str, Any]], path: str | Path, title: str) 
             for x, r, top in zip(positions, rows, comm + comp, strict=True):
                 ax.annotate(f"{r['bytes_pulled'] / 1024:.0f} KiB", (x, top), ha="center",
                             va="bottom", fontsize="x-small")
-    fig.axes[0].legend(loc="upper center", bbox_to_anchor=(1.1, -0.18), ncol=2,
-                       fontsize="small")
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small")
     fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0.0, 0.07, 1.0, 1.0))  # leave the bottom strip to the legend
     fig.savefig(out, dpi=120, bbox_inches="tight")
     return out
 

@@ -164,7 +164,7 @@ def run_grid(
     """Runs (or reuses) ``config`` for every (quantizer, seed) into
     ``out_dir/<quantizer>_seed<seed>``; returns the run directories."""
     specs = parse_quantizers(quantizers, include_baseline=False)
-    seed_list = parse_ints(seeds if not isinstance(seeds, int) else [seeds], "seeds")
+    seed_list = parse_ints(seeds, "seeds")
     dirs = []
     for spec in specs:
         for seed in seed_list:

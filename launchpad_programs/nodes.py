@@ -51,6 +51,7 @@ def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
         sampler=sampler,
         rate_limiter=MinSize(config.replay.min_size),
         max_times_sampled=config.replay.max_times_sampled,
+        seed=config.seed,
     )
 
 

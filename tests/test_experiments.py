@@ -107,3 +107,11 @@ def test_sigint_stops_cleanly_and_keeps_a_checkpoint(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["interrupted"] and summary["actor_steps"] >= 1000
     assert any((run_dir / "checkpoints").iterdir())
+
+
+def test_same_seed_reproduces_the_run(tmp_path):
+    returns = []
+    for name in ("a", "b"):
+        run_experiment(tiny_dqn(tmp_path / name, steps=1000))
+        returns.append([e["eval_return"] for e in read_jsonl(tmp_path / name / "eval.jsonl")])
+    assert returns[0] == returns[1]

@@ -1,4 +1,14 @@
-"""Analysis of ActorQ runs: time-to-target speedup, final returns, energy, tables and plots."""
+"""Analysis of ActorQ runs: time-to-target speedup, final returns, energy, tables and plots.
+
+The PTQ study (``actorq.analysis.ptq``) and trained-policy loading
+(``actorq.analysis.trained_policy``) are exported lazily: they import JAX, the quantizers and
+Orbax, which reading run directories does not need.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from actorq.analysis.plots import BREAKDOWN_SECTIONS, plot_breakdown, plot_curves
 from actorq.analysis.report import (
@@ -31,6 +41,49 @@ from actorq.analysis.speedup import (
     time_to_threshold,
 )
 
+if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports
+    from actorq.analysis.ptq import (
+        PrecisionResult,
+        PTQStudy,
+        action_agreement,
+        action_distances,
+        kl_divergence,
+        parse_quantizers,
+        plot_action_distributions,
+        ptq_markdown_table,
+        relative_error,
+        run_ptq_study,
+        write_ptq_report,
+    )
+    from actorq.analysis.trained_policy import TrainedPolicy, load_trained_policy
+
+_LAZY: dict[str, str] = {
+    "PTQStudy": "actorq.analysis.ptq",
+    "PrecisionResult": "actorq.analysis.ptq",
+    "action_agreement": "actorq.analysis.ptq",
+    "action_distances": "actorq.analysis.ptq",
+    "kl_divergence": "actorq.analysis.ptq",
+    "parse_quantizers": "actorq.analysis.ptq",
+    "plot_action_distributions": "actorq.analysis.ptq",
+    "ptq_markdown_table": "actorq.analysis.ptq",
+    "relative_error": "actorq.analysis.ptq",
+    "run_ptq_study": "actorq.analysis.ptq",
+    "write_ptq_report": "actorq.analysis.ptq",
+    "TrainedPolicy": "actorq.analysis.trained_policy",
+    "load_trained_policy": "actorq.analysis.trained_policy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Imports the lazily exported names on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "BREAKDOWN_SECTIONS",
     "Curve",
@@ -60,4 +113,18 @@ __all__ = [
     "threshold_from_curve",
     "time_to_threshold",
     "write_report",
+    # Lazy (see _LAZY).
+    "PTQStudy",
+    "PrecisionResult",
+    "TrainedPolicy",
+    "action_agreement",
+    "action_distances",
+    "kl_divergence",
+    "load_trained_policy",
+    "parse_quantizers",
+    "plot_action_distributions",
+    "ptq_markdown_table",
+    "relative_error",
+    "run_ptq_study",
+    "write_ptq_report",
 ]

@@ -184,8 +184,9 @@ class PTQStudy:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary (non-finite floats become None)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in
-               ("results", "actions")}
+        skip = ("results", "actions")
+        fields = [f.name for f in dataclasses.fields(self) if f.name not in skip]
+        out = {name: getattr(self, name) for name in fields}
         out["episode_seeds"] = list(self.episode_seeds)
         out["baseline"] = BASELINE
         out["definitions"] = {
@@ -411,7 +412,7 @@ def plot_action_distributions(study: PTQStudy, path: str | Path,
         dims = study.num_outputs
         cols = min(4, dims)
         rows = math.ceil(dims / cols)
-        fig = Figure(figsize=(3.2 * cols, 2.6 * rows + 0.6))
+        fig = Figure(figsize=(max(5.5, 3.2 * cols), 2.6 * rows + 0.6))
         FigureCanvasAgg(fig)
         axes = fig.subplots(rows, cols, squeeze=False)
         bins = np.linspace(-1.0, 1.0, 41)
@@ -424,6 +425,9 @@ def plot_action_distributions(study: PTQStudy, path: str | Path,
                 ax.hist(np.clip(study.actions[spec][:, d], -1, 1), bins=bins, histtype="step",
                         density=True, label=spec, linewidth=1.2)
             ax.set_title(f"action dim {d}", fontsize="small")
+            ax.set_xlabel("action", fontsize="small")
+            if d % cols == 0:
+                ax.set_ylabel("density", fontsize="small")
             if d == 0:
                 ax.legend(fontsize="x-small")
         fig.suptitle(title, fontsize="medium")

@@ -1,0 +1,274 @@
+"""Quantization-aware training sweep over bit widths (QuaRL Fig. 10).
+
+For every bit width ``b`` the learner trains through ``b``-bit fake quantization
+(``learner.qat_bits=b``, after a delay) and the actors run the ``int<b>`` package, so training and
+acting see the same precision; an fp32 run (no QAT, fp32 actors) is the baseline:
+
+    python -m experiments.qat_sweep --config=configs/dqn_actorq.py:cartpole_small \\
+        --bits=2,3,4,5,6,7,8 --seeds=0 --out_dir=runs/qat_cartpole
+
+Runs go to ``<out_dir>/fp32_seed<s>`` and ``<out_dir>/int<b>_qat_seed<s>``; finished ones are
+reused (``--reuse``, the default) so re-running the command just rebuilds ``qat.md``,
+``qat.json`` and ``qat.png``.
+
+QAT delay: ``learner.qat_delay_steps`` counts learner SGD steps, so ``--qat_delay_fraction`` (of
+the run's learner steps) is converted with the single-process learner schedule: once replay holds
+``replay.min_size`` items the learner takes ``samples_per_insert / batch_size`` SGD steps per actor
+step, so a run makes about ``(max_actor_steps - min_size) * samples_per_insert / batch_size`` SGD
+steps and the delay is ``round(fraction * that)``. Distributed launchers pace the learner
+themselves; there it is an estimate (``--qat_delay_steps`` sets the step count directly).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import ml_collections
+import numpy as np
+from absl import app, flags
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from actorq.analysis.ptq import relative_error
+from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
+from actorq.quantization.numerics import check_bits
+from experiments.speedup_report import parse_ints, run_or_load
+
+BASELINE = "fp32"
+DEFAULT_DELAY_FRACTION = 0.2
+
+
+def expected_learner_steps(config: ml_collections.ConfigDict) -> int:
+    """Learner SGD steps a single-process run of ``config`` takes (see the module docstring)."""
+    filling = max(0, int(config.max_actor_steps) - int(config.replay.min_size))
+    return int(filling * float(config.replay.samples_per_insert) / int(config.learner.batch_size))
+
+
+def qat_delay_steps(config: ml_collections.ConfigDict, fraction: float) -> int:
+    """``round(fraction * expected_learner_steps(config))`` learner SGD steps of fp32 first."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"--qat_delay_fraction must be in [0, 1], got {fraction}")
+    return round(fraction * expected_learner_steps(config))
+
+
+def parse_bits(bits: str | Sequence[int | str]) -> list[int]:
+    """Validated bit widths (2..8, no duplicates), in the given order."""
+    values = parse_ints(bits, "bits")
+    for b in values:
+        try:
+            check_bits(b)
+        except ValueError as e:
+            raise ValueError(f"--bits: {e}") from None
+    return values
+
+
+def run_sweep(
+    config: ml_collections.ConfigDict,
+    bits: str | Sequence[int],
+    seeds: str | Sequence[int],
+    out_dir: str | Path,
+    delay_fraction: float = DEFAULT_DELAY_FRACTION,
+    delay_steps: int | None = None,
+    reuse: bool = True,
+) -> list[Path]:
+    """Runs (or reuses) the fp32 baseline and one QAT run per bit width and seed.
+
+    ``delay_steps`` (learner SGD steps) overrides ``delay_fraction`` when given.
+    """
+    bit_list = parse_bits(bits)
+    seed_list = parse_ints(seeds, "seeds")
+    if "qat_bits" not in config.learner or "qat_delay_steps" not in config.learner:
+        raise ValueError(f"the {config.agent} learner config has no qat_bits/qat_delay_steps")
+    if delay_steps is not None and delay_steps < 0:
+        raise ValueError(f"--qat_delay_steps must be >= 0, got {delay_steps}")
+    delay = qat_delay_steps(config, delay_fraction) if delay_steps is None else delay_steps
+    out = Path(out_dir)
+    dirs = []
+    for seed in seed_list:
+        base = config.copy_and_resolve_references()
+        base.seed = seed
+        base.quantizer = BASELINE
+        base.learner.qat_bits = None
+        base.learner.qat_delay_steps = 0
+        dirs.append(run_or_load(base, out / f"{BASELINE}_seed{seed}", reuse))
+        for b in bit_list:
+            run = config.copy_and_resolve_references()
+            run.seed = seed
+            run.quantizer = f"int{b}"
+            run.learner.qat_bits = b
+            run.learner.qat_delay_steps = delay
+            dirs.append(run_or_load(run, out / f"int{b}_qat_seed{seed}", reuse))
+    return dirs
+
+
+def _run_bits(config: dict[str, Any]) -> int | None:
+    bits = config.get("learner", {}).get("qat_bits")
+    return None if bits is None else int(bits)
+
+
+def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """One row per precision (fp32 first, then bit widths descending) with final returns.
+
+    Final return: mean of the last 10% of a run's evaluations, then mean ± std (ddof=0) over
+    seeds; relative error ``(fp32 - quant) / |fp32|`` of those means.
+    """
+    groups: dict[str, list[Any]] = {}
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        bits = _run_bits(dict(run.config))
+        if bits is None and run.quantizer != BASELINE:
+            raise ValueError(f"{run.path} is neither fp32 nor a QAT run (learner.qat_bits unset)")
+        key = BASELINE if bits is None else f"int{bits}"
+        groups.setdefault(key, []).append(run)
+    if not groups:
+        raise ValueError("qat_rows needs at least one run")
+    order = sorted(groups, key=lambda k: (k != BASELINE, -int(k[3:]) if k != BASELINE else 0))
+    base = final_returns(groups[BASELINE]).mean if BASELINE in groups else None
+    rows = []
+    for key in order:
+        runs = sorted(groups[key], key=lambda r: r.seed)
+        final = final_returns(runs)
+        delays = sorted({int(r.config.get("learner", {}).get("qat_delay_steps", 0)) for r in runs})
+        rows.append({
+            "precision": key,
+            "bits": None if key == BASELINE else int(key[3:]),
+            "actor_quantizer": runs[0].quantizer,
+            "seeds": [r.seed for r in runs],
+            "qat_delay_steps": None if key == BASELINE else delays,
+            "final_return_mean": final.mean,
+            "final_return_std": final.std,
+            "final_returns": list(final.values),
+            "relative_error": None if base is None else relative_error(base, final.mean),
+            "runs": [str(r.path) for r in runs],
+        })
+    return rows
+
+
+def qat_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows of :func:`qat_rows` as a Markdown table."""
+    lines = [
+        "| precision | actors | QAT delay (SGD steps) | seeds | final return | "
+        "rel. error vs fp32 |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        err = r["relative_error"]
+        delay = "—" if r["qat_delay_steps"] is None else ", ".join(map(str, r["qat_delay_steps"]))
+        lines.append(
+            f"| {r['precision']}{'' if r['bits'] is None else ' QAT'} | {r['actor_quantizer']} | "
+            f"{delay} | {', '.join(map(str, r['seeds']))} | "
+            f"{r['final_return_mean']:.2f} ± {r['final_return_std']:.2f} | "
+            f"{'—' if err is None else f'{100 * err:.2f}%'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_qat(rows: Sequence[dict[str, Any]], path: str | Path, title: str) -> Path:
+    """Left: final return vs bit width (error bars: std over seeds; fp32 as a dashed line and
+    band). Right: smoothed eval curves per precision (mean over seeds)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig = Figure(figsize=(11.0, 4.2))
+    FigureCanvasAgg(fig)
+    ax, curves_ax = fig.subplots(1, 2)
+    quant = sorted((r for r in rows if r["bits"] is not None), key=lambda r: r["bits"])
+    if quant:
+        ax.errorbar([r["bits"] for r in quant], [r["final_return_mean"] for r in quant],
+                    yerr=[r["final_return_std"] for r in quant], marker="o", capsize=3,
+                    label="QAT + int<b> actors")
+        ax.set_xticks([r["bits"] for r in quant])
+    for r in rows:
+        if r["bits"] is None:
+            mean, std = r["final_return_mean"], r["final_return_std"]
+            ax.axhline(mean, color="black", linestyle="--", linewidth=1.0, label="fp32")
+            ax.axhspan(mean - std, mean + std, color="black", alpha=0.1, lw=0)
+    ax.set_xlabel("bits (weights and activations)")
+    ax.set_ylabel("final eval return")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    for r in rows:
+        runs = [load_run(p) for p in r["runs"]]
+        curve = smoothed_mean_curve(runs, axis="actor_steps", window=3)
+        curves_ax.plot(curve.x, curve.mean, label=r["precision"],
+                       color="black" if r["bits"] is None else None)
+    curves_ax.set_xlabel("actor steps")
+    curves_ax.set_ylabel("eval return (smoothed, window=3)")
+    curves_ax.grid(alpha=0.3)
+    curves_ax.legend(fontsize="small")
+    fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def write_qat_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
+    """Writes ``qat.md``, ``qat.json`` and ``qat.png`` to ``out_dir``; returns the .md path."""
+    rows = qat_rows(run_dirs)
+    first = load_run(run_dirs[0])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    png = plot_qat(rows, out / "qat.png",
+                   f"QAT sweep: {first.agent.upper()} {first.task}")
+    text = [
+        f"# Quantization-aware training sweep: {first.agent.upper()} {first.task}",
+        "",
+        "Each bit width b trains with b-bit fake quantization of weights and activations "
+        "(after the listed delay of fp32 SGD steps) and acts with int<b> actors; fp32 trains "
+        "and acts in fp32. Final return: mean of the last 10% of a run's evaluations, then mean "
+        "± std (ddof=0) over seeds. Relative error = (fp32 − quantized) / |fp32|.",
+        "",
+        qat_markdown(rows),
+        f"![qat]({png.name})",
+        "",
+    ]
+    md = out / "qat.md"
+    md.write_text("\n".join(text))
+    payload = {"agent": first.agent, "task": first.task, "rows": rows, "plot": png.name}
+    (out / "qat.json").write_text(json.dumps(_json_safe(payload), indent=2) + "\n")
+    return md
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        return _json_safe(value.item())
+    return value
+
+
+def _define_flags() -> None:
+    from ml_collections import config_flags
+
+    config_flags.DEFINE_config_file(
+        "config", "configs/dqn_actorq.py:cartpole_small", "Experiment config to sweep."
+    )
+    flags.DEFINE_list("bits", ["2", "3", "4", "5", "6", "7", "8"], "QAT/actor bit widths.")
+    flags.DEFINE_list("seeds", ["0"], "Seeds.")
+    flags.DEFINE_string("out_dir", "runs/qat_sweep", "Where runs and the report go.")
+    flags.DEFINE_float("qat_delay_fraction", DEFAULT_DELAY_FRACTION,
+                       "QAT starts after this fraction of the run's expected learner SGD steps.")
+    flags.DEFINE_integer("qat_delay_steps", -1, "QAT delay in learner SGD steps (overrides "
+                         "--qat_delay_fraction when >= 0).")
+    flags.DEFINE_bool("reuse", True, "Reuse finished runs in --out_dir, resume unfinished ones.")
+
+
+def main(argv: list[str]) -> None:
+    """Runs (or reuses) the sweep, writes the report and prints its table."""
+    del argv
+    f = flags.FLAGS
+    delay = f.qat_delay_steps if f.qat_delay_steps >= 0 else None
+    dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
+    print(write_qat_report(dirs, f.out_dir).read_text())
+
+
+if __name__ == "__main__":
+    _define_flags()
+    app.run(main)

@@ -1,0 +1,320 @@
+"""The paper's studies from the code: PTQ, QAT sweep, speedup report, pull-period ablation.
+
+One tiny trained DQN run is shared by the whole module; the other studies use tiny budgets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_collections
+import numpy as np
+import pytest
+
+from actorq.analysis.ptq import (
+    action_agreement,
+    action_distances,
+    episode_seeds,
+    kl_divergence,
+    parse_quantizers,
+    relative_error,
+)
+from actorq.analysis.trained_policy import load_trained_policy
+from configs import dqn_actorq
+from experiments import pull_period_ablation, qat_sweep, speedup_report
+from experiments.ptq_study import ptq_study
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_config(steps: int) -> ml_collections.ConfigDict:
+    config = dqn_actorq.get_config("cartpole_small")
+    config.max_actor_steps = steps
+    config.track_energy = False
+    config.eval_episodes = 2
+    config.eval_every_steps = 500
+    config.checkpoint_every_steps = 100_000  # only the final checkpoint
+    config.checkpoint_replay = False
+    return config
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from launchpad_programs.launch import run_experiment
+
+    run_dir = tmp_path_factory.mktemp("trained") / "dqn_fp32"
+    config = tiny_config(4000)
+    config.quantizer = "fp32"
+    config.eval_every_steps = 2000
+    config.run_dir = str(run_dir)
+    run_experiment(config)
+    return run_dir
+
+
+# PTQ metrics.
+
+
+def test_kl_of_a_policy_with_itself_is_exactly_zero() -> None:
+    rng = np.random.default_rng(0)
+    for scale in (1e-3, 1.0, 1e3):
+        q = rng.normal(size=(257, 6)).astype(np.float32) * scale
+        for temperature in (0.1, 1.0, 10.0):
+            kl = kl_divergence(q, q.copy(), temperature)
+            assert kl.shape == (257,)
+            assert np.all(kl == 0.0)
+    q = rng.normal(size=(50, 3))
+    other = q + rng.normal(scale=0.5, size=q.shape)
+    kl = kl_divergence(q, other)
+    assert np.all(kl >= 0.0) and kl.mean() > 0.0
+    # Higher temperature flattens both distributions: less divergence.
+    assert kl_divergence(q, other, 10.0).mean() < kl.mean()
+    with pytest.raises(ValueError, match="temperature"):
+        kl_divergence(q, q, 0.0)
+    with pytest.raises(ValueError, match="shape"):
+        kl_divergence(q, q[:, :2])
+
+
+def test_action_metrics_and_relative_error() -> None:
+    assert action_agreement(np.array([0, 1, 1, 2]), np.array([0, 1, 2, 2])) == 0.75
+    l2, max_abs = action_distances(np.zeros((2, 2)), np.array([[3.0, 4.0], [0.0, -1.0]]))
+    assert l2 == pytest.approx(3.0) and max_abs == pytest.approx(4.0)
+    assert relative_error(200.0, 190.0) == pytest.approx(0.05)
+    assert relative_error(-100.0, -110.0) == pytest.approx(0.1)  # worse return -> positive
+    assert relative_error(0.0, 5.0) is None
+    seeds = episode_seeds(3, 4)
+    assert seeds == episode_seeds(3, 4) and len(set(seeds)) == 4
+
+
+def test_quantizer_lists_are_validated() -> None:
+    assert parse_quantizers("int8,fp16") == ["fp32", "int8", "fp16"]
+    assert parse_quantizers(["int8", "fp32"], include_baseline=False) == ["int8", "fp32"]
+    with pytest.raises(ValueError, match="empty"):
+        parse_quantizers(" , ")
+    with pytest.raises(ValueError, match="duplicate"):
+        parse_quantizers("int8,int8")
+    with pytest.raises(ValueError, match="unknown quantizer 'int8x'"):
+        parse_quantizers("fp32,int8x")
+    with pytest.raises(ValueError, match="int9"):
+        parse_quantizers("int9")
+
+
+# PTQ study end to end.
+
+
+def test_ptq_study_end_to_end(trained_run: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ptq"
+    md = ptq_study(trained_run, "fp32,fp16,int8,int4", episodes=5, out_dir=out)
+    assert md == out / "ptq.md"
+    report = json.loads((out / "ptq.json").read_text())
+    rows = {r["quantizer"]: r for r in report["results"]}
+    assert list(rows) == ["fp32", "fp16", "int8", "int4"]
+    assert report["discrete"] and report["temperature"] == 1.0
+    assert report["num_observations"] > 0 and len(report["episode_seeds"]) == 5
+
+    fp32, int8 = rows["fp32"], rows["int8"]
+    assert fp32["relative_error"] == 0.0
+    assert fp32["kl_mean"] == 0.0 and fp32["kl_max"] == 0.0 and fp32["agreement"] == 1.0
+    assert len(fp32["returns"]) == 5
+    # Training is not bitwise reproducible, so this policy varies between runs. A 4000-step
+    # policy sits near Q-value ties on many states, so int8 flips some greedy actions (77-99%
+    # agreement over 7 trained policies) while its Q-values barely move (KL ~1e-5..2e-4, 10x+
+    # below int4's). Its return stayed close to fp32's in all of them: within 25%, or within two
+    # episode-return standard deviations (one policy lost 27% with std 93).
+    diff = abs(fp32["mean_return"] - int8["mean_return"])
+    spread = 2 * max(fp32["std_return"], int8["std_return"])
+    assert abs(int8["relative_error"]) < 0.25 or diff <= spread, (fp32, int8)
+    assert int8["agreement"] > 0.6 and 0.0 < int8["kl_mean"] < 0.01
+    assert int8["kl_mean"] < rows["int4"]["kl_mean"]
+    assert rows["fp16"]["agreement"] > 0.9
+    assert int8["package_bytes"] < rows["fp16"]["package_bytes"] < fp32["package_bytes"]
+    counts = int8["action_summary"]["action_counts"]
+    assert len(counts) == 2 and sum(counts) == report["num_observations"]
+
+    text = md.read_text()
+    assert "| fp32 |" in text and "| int4 |" in text and "T=1" in text
+    png = out / report["plot"]
+    assert png.name == "actions_fp32_vs_int8.png" and png.stat().st_size > 1000
+
+
+def test_ptq_study_continuous_policy(tmp_path: Path) -> None:
+    # The D4PG branch (action distances instead of KL) on an untrained policy: no training needed.
+    import jax
+
+    from actorq.analysis.ptq import run_ptq_study, write_ptq_report
+    from actorq.analysis.trained_policy import TrainedPolicy
+    from configs import d4pg_actorq
+    from launchpad_programs.nodes import make_builder_for
+
+    config = d4pg_actorq.get_config("cartpole_balance_small")
+    builder = make_builder_for(config)
+    params = jax.tree_util.tree_map(np.asarray, builder.make_learner(iter(()), 0).policy_params())
+    policy = TrainedPolicy(tmp_path, config, builder, params, builder.policy_network, 0, 0)
+    study = run_ptq_study(policy, "int8", episodes=1, max_observations=300)
+    assert not study.discrete and study.num_observations == 300
+    fp32, int8 = study.result("fp32"), study.result("int8")
+    assert fp32.l2_mean == 0.0 and fp32.max_abs == 0.0 and fp32.kl_mean is None
+    assert 0.0 < int8.l2_mean < 0.05 and int8.max_abs < 0.1 and int8.agreement is None
+    assert abs(int8.relative_error) < 0.05
+    paths = write_ptq_report(study, tmp_path / "ptq")
+    assert "mean L2 action distance" in paths["md"].read_text()
+    assert paths["png"].stat().st_size > 1000
+
+
+def test_trained_policy_loading_errors(trained_run: Path, tmp_path: Path) -> None:
+    policy = load_trained_policy(trained_run)
+    assert policy.agent == "dqn" and policy.discrete and policy.checkpoint_step == 4000
+    assert policy.learner_steps > 0 and policy.network.output_size == 2
+
+    with pytest.raises(FileNotFoundError, match="run directory not found"):
+        load_trained_policy(tmp_path / "nope")
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        load_trained_policy(tmp_path)
+    no_ckpt = tmp_path / "no_ckpt"
+    no_ckpt.mkdir()
+    (no_ckpt / "config.json").write_text((trained_run / "config.json").read_text())
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_trained_policy(no_ckpt)
+    assert not (no_ckpt / "checkpoints").exists()  # loading never writes into a run dir
+    (no_ckpt / "checkpoints").mkdir()
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_trained_policy(no_ckpt)
+    # A bad list fails before any loading.
+    with pytest.raises(ValueError, match="int99"):
+        ptq_study(tmp_path / "nope", "fp32,int99")
+
+
+def test_run_or_load_refuses_mismatched_or_unreusable_runs(trained_run: Path) -> None:
+    config = ml_collections.ConfigDict(json.loads((trained_run / "config.json").read_text()))
+    assert speedup_report.run_status(trained_run) == "finished"
+    assert speedup_report.run_or_load(config, trained_run) == trained_run  # reused, not rerun
+    with pytest.raises(FileExistsError, match="--reuse"):
+        speedup_report.run_or_load(config, trained_run, reuse=False)
+    config.max_actor_steps = 5000
+    with pytest.raises(ValueError, match="max_actor_steps"):
+        speedup_report.run_or_load(config, trained_run)
+
+
+# QAT sweep.
+
+
+def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
+    config = tiny_config(1000)
+    config.replay.min_size = 200
+    out = tmp_path / "qat"
+    dirs = qat_sweep.run_sweep(config, "8,4", "0", out)
+    assert [d.name for d in dirs] == ["fp32_seed0", "int8_qat_seed0", "int4_qat_seed0"]
+    saved = json.loads((out / "int4_qat_seed0" / "config.json").read_text())
+    assert saved["quantizer"] == "int4" and saved["learner"]["qat_bits"] == 4
+    # 20% of (1000 - 200) actor steps x 32 samples per insert / 64 per batch SGD steps.
+    assert saved["learner"]["qat_delay_steps"] == round(0.2 * 800 * 32 / 64) == 80
+    base = json.loads((out / "fp32_seed0" / "config.json").read_text())
+    assert base["quantizer"] == "fp32" and base["learner"]["qat_bits"] is None
+
+    md = qat_sweep.write_qat_report(dirs, out)
+    report = json.loads((out / "qat.json").read_text())
+    assert [r["precision"] for r in report["rows"]] == ["fp32", "int8", "int4"]
+    assert report["rows"][0]["relative_error"] == 0.0
+    assert all(np.isfinite(r["final_return_mean"]) for r in report["rows"])
+    assert "| int4 QAT | int4 |" in md.read_text()
+    assert (out / "qat.png").stat().st_size > 1000
+
+    # Re-running reuses every finished run (nothing retrains).
+    stamps = {d: (d / "summary.json").stat().st_mtime_ns for d in dirs}
+    assert qat_sweep.run_sweep(config, "8,4", "0", out) == dirs
+    assert {d: (d / "summary.json").stat().st_mtime_ns for d in dirs} == stamps
+    with pytest.raises(ValueError, match="--bits"):
+        qat_sweep.run_sweep(config, "9", "0", out)
+
+
+# Speedup report (read mode) over synthetic runs.
+
+
+def write_synthetic_run(root: Path, quantizer: str, seed: int, speed: float) -> Path:
+    run = root / f"{quantizer}_seed{seed}"
+    run.mkdir(parents=True)
+    config = {"agent": "dqn", "task": "cartpole", "quantizer": quantizer, "seed": seed,
+              "pull_period": 100}
+    (run / "config.json").write_text(json.dumps(config))
+    lines = [
+        json.dumps({"actor_steps": 1000 * i, "learner_steps": 100 * i,
+                    "wall_time_s": 10.0 * i / speed, "eval_return": min(20.0 * i, 200.0)})
+        for i in range(30)
+    ]
+    (run / "eval.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "energy.json").write_text(json.dumps({"energy_kwh": 0.01 / speed,
+                                                 "emissions_kg": 0.004 / speed}))
+    actor = {f"{s}_s": 1.0 / speed for s in ("inference", "env", "pull", "deserialize", "load")}
+    breakdown = {"actor_0": actor, "actor_1": {k: 3 * v for k, v in actor.items()}}
+    (run / "breakdown.json").write_text(json.dumps(breakdown))
+    (run / "summary.json").write_text(json.dumps({"interrupted": False}))
+    return run
+
+
+def test_speedup_report_read_mode(tmp_path: Path) -> None:
+    runs = [write_synthetic_run(tmp_path / "runs", q, s, speed)
+            for q, speed in (("fp32", 1.0), ("int8", 2.0)) for s in (0, 1)]
+    means = speedup_report.mean_breakdowns(runs)
+    # Actors (1 s and 3 s) average to 2 s; both seeds agree.
+    assert means[("dqn", "cartpole")]["fp32"]["inference"] == pytest.approx(2.0)
+    assert means[("dqn", "cartpole")]["int8"]["pull"] == pytest.approx(1.0)
+
+    out = tmp_path / "report"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.speedup_report",
+         f"--runs_root={tmp_path / 'runs'}", f"--out_dir={out}"],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (out / "speedup.md").read_text()
+    assert "| cartpole | DQN | int8 | 0, 1 |" in text and "2.00x" in text
+    assert "| int8 | 1.000 |" in text  # breakdown table, mean over actors and seeds
+    assert text in proc.stdout
+    assert (out / "breakdown_dqn_cartpole.png").stat().st_size > 1000
+    rows = json.loads((out / "speedup.json").read_text())["rows"]
+    assert rows[1]["co2_ratio"] == pytest.approx(2.0)
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.speedup_report"],
+        cwd=REPO, capture_output=True, text=True, env=env, timeout=180,
+    )
+    assert proc.returncode != 0 and "--run_dirs/--runs_root" in proc.stderr
+
+
+# Pull-period ablation.
+
+
+def test_pull_period_ablation_end_to_end(tmp_path: Path) -> None:
+    config = tiny_config(600)
+    config.replay.min_size = 100
+    # ~1 learner call per 32 actor steps: new policy versions keep coming, cheaply.
+    config.replay.samples_per_insert = 8.0
+    config.eval_every_steps = 10_000
+    config.eval_episodes = 1
+    out = tmp_path / "pull"
+    dirs = pull_period_ablation.run_ablation(config, "30,300", "fp32,int8", "0", out)
+    assert len(dirs) == 4
+    md = pull_period_ablation.write_ablation_report(dirs, out)
+    rows = json.loads((out / "pull_period.json").read_text())["rows"]
+    assert [(r["pull_period"], r["precision"]) for r in rows] == [
+        (30, "fp32"), (30, "int8"), (300, "fp32"), (300, "int8")]
+    for r in rows:
+        assert r["communication_fraction"] + r["computation_fraction"] == pytest.approx(1.0)
+        assert 0.0 < r["communication_fraction"] < 1.0
+        assert r["env_steps"] == 600
+    by_key = {(r["pull_period"], r["precision"]): r for r in rows}
+    for precision in ("fp32", "int8"):
+        assert by_key[(30, precision)]["packages_loaded"] > by_key[(300, precision)][
+            "packages_loaded"]
+    assert by_key[(30, "int8")]["bytes_per_package"] < by_key[(30, "fp32")]["bytes_per_package"]
+    text = md.read_text()
+    assert "| cartpole | DQN | 30 | int8 |" in text
+    assert (out / "pull_period_dqn_cartpole.png").stat().st_size > 1000
+    with pytest.raises(ValueError, match="pull_periods"):
+        pull_period_ablation.run_ablation(config, "0", "fp32", "0", out)
+    with pytest.raises(ValueError, match="unknown quantizer"):
+        pull_period_ablation.run_ablation(config, "30", "fp32,int1x", "0", out)
