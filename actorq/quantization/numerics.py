@@ -44,7 +44,9 @@ def quantize_rows_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     """NumPy twin of :func:`quantize_rows` (used by non-XLA actor runtimes)."""
     abs_max = np.max(np.abs(x), axis=-1, keepdims=True).astype(np.float32)
     abs_max[abs_max == 0.0] = 1.0
-    scale = (abs_max / np.float32(quant_bound(bits))).astype(np.float32)
+    # Multiply by the reciprocal: that is what XLA compiles ``abs_max / bound`` into, so the
+    # two twins agree to the bit.
+    scale = (abs_max * np.float32(1.0 / quant_bound(bits))).astype(np.float32)
     limit = float(max_int(bits))
     q = np.rint(np.clip(x * (np.float32(1.0) / scale), -limit, limit))  # rint: half to even
     return q.astype(np.int8), scale

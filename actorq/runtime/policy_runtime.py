@@ -7,6 +7,7 @@ the core install and is the fallback; others register themselves here.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Protocol
 
@@ -96,7 +97,11 @@ class XlaRuntime:
         return np.asarray(self._fn(self._arrays, observations))[:batch]
 
 
-_RUNTIMES: dict[str, Callable[[], PolicyRuntime]] = {"xla": XlaRuntime}
+_RUNTIMES: dict[str, Callable[[], PolicyRuntime]] = {
+    "xla": XlaRuntime,
+    # Imported lazily: onnxruntime is only loaded by actors that ask for it.
+    "onnxruntime": lambda: importlib.import_module("actorq.runtime.onnx_runtime").OnnxRuntime(),
+}
 
 
 def register_runtime(name: str, factory: Callable[[], PolicyRuntime]) -> None:
@@ -112,5 +117,6 @@ def available_runtimes() -> list[str]:
 def make_policy_runtime(name: str = "xla") -> PolicyRuntime:
     """Builds the runtime ``name``; unknown names raise ValueError listing valid ones."""
     if name not in _RUNTIMES:
-        raise ValueError(f"unknown actor runtime {name!r}; valid: {', '.join(available_runtimes())}")
+        valid = ", ".join(available_runtimes())
+        raise ValueError(f"unknown actor runtime {name!r}; valid: {valid}")
     return _RUNTIMES[name]()

@@ -1,0 +1,235 @@
+"""Actor policy runtimes (xla, onnxruntime): reference numerics, fast paths, loading, registry."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import onnx
+import pytest
+
+import actorq.quantization as q
+from actorq.networks import PAPER_POLICY_SIZES, make_policy_network
+from actorq.runtime.policy_runtime import XlaRuntime, available_runtimes, make_policy_runtime
+
+OBS, ACT = 24, 6
+SMALL = (64, 64)
+RUNTIMES = ("xla", "onnxruntime")
+QUANTIZERS = ("fp32", "fp16", "bf16", "int8", "int4")
+# Max abs difference vs the reference forward on tanh outputs. Float runtimes differ only by
+# summation order. Integer ones share the integers, but an ulp of difference in a float scale can
+# move a value across a rounding boundary, and that flip propagates (seen: ~1e-7 typical, ~2e-3
+# worst on 64-wide layers).
+TOLERANCE = {"fp32": 1e-5, "fp16": 1e-5, "bf16": 1e-5, "int8": 1e-2, "int4": 1e-2}
+
+
+@functools.cache
+def _params(hidden: tuple[int, ...], seed: int):
+    """Policy params with *non-zero* biases (Flax initialises biases to 0, which would hide any
+    runtime that mishandles them)."""
+    net = make_policy_network(ACT, hidden)
+    params = net.init(jax.random.key(seed), np.zeros((1, OBS), np.float32))
+    rng = np.random.default_rng(seed)
+
+    def perturb(path, leaf):
+        if "bias" in jax.tree_util.keystr(path):
+            return leaf + 0.5 * rng.standard_normal(leaf.shape).astype(np.float32)
+        return leaf
+
+    return net, jax.tree_util.tree_map_with_path(perturb, params)
+
+
+def make_package(spec: str, hidden: tuple[int, ...] = SMALL, seed: int = 0) -> q.PolicyPackage:
+    net, params = _params(tuple(hidden), seed)
+    return q.make_quantizer(spec).quantize(params, net, version=seed)
+
+
+@functools.cache
+def reference(spec: str, hidden: tuple[int, ...] = SMALL, seed: int = 0):
+    """The jitted reference forward (cached so its compilations are shared between tests)."""
+    return q.make_reference_forward(make_package(spec, hidden, seed))
+
+
+def observations(batch: int, seed: int = 1) -> np.ndarray:
+    """Rows spanning four orders of magnitude (per-row activation scales differ a lot)."""
+    rng = np.random.default_rng(seed)
+    scales = np.logspace(-2, 2, batch, dtype=np.float32)[:, None] if batch > 1 else 1.0
+    return (rng.standard_normal((batch, OBS)) * scales).astype(np.float32)
+
+
+@pytest.mark.parametrize("spec", QUANTIZERS)
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_runtime_matches_reference_forward(runtime_name, spec):
+    package = make_package(spec)
+    runtime = make_policy_runtime(runtime_name)
+    assert runtime.name == runtime_name
+    runtime.load(package)
+    for batch in (1, 2, 8):
+        obs = observations(batch)
+        if batch == 8:
+            obs[3] = 0.0  # an all-zero row: the zero -> 1 scale rule
+        out = runtime(obs)
+        assert out.shape == (batch, ACT) and out.dtype == np.float32
+        diff = np.abs(out - reference(spec)(obs))
+        assert diff.max() < TOLERANCE[spec], (runtime_name, spec, batch, diff.max())
+        assert np.median(diff) < 1e-5, (runtime_name, spec, batch, np.median(diff))
+
+
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_int8_dead_relu_layer_matches_reference(runtime_name):
+    """A hidden layer whose ReLU output is all zero: the folded ReLU + zero-row path in ORT."""
+    package = make_package("int8")
+    first = package.layers[0]
+    dead = q.DenseParams(first.kernel, np.full_like(first.bias, -1e4), first.kernel_scale)
+    package = dataclasses.replace(package, layers=(dead, *package.layers[1:]))
+    runtime = make_policy_runtime(runtime_name)
+    runtime.load(package)
+    obs = observations(2)
+    out = runtime(obs)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, q.make_reference_forward(package)(obs), atol=1e-6)
+
+
+def test_onnx_int8_graph_runs_u8_kernels_and_keeps_bias_out_of_the_fused_matmul(tmp_path):
+    """ORT must run MatMulIntegerToFloat on uint8 activations, and no node may carry a bias.
+
+    ORT 1.32's MatMulIntegerToFloat computes ``a_scale * (acc * b_scale + bias)`` for a per-row
+    ``a_scale``, which scales the bias. Its optimiser builds exactly that node out of
+    MatMulInteger -> Cast -> Mul -> Add, so a graph that lets this fusion happen gets wrong outputs.
+    """
+    import onnxruntime as ort
+
+    from actorq.runtime import onnx_runtime
+
+    runtime = make_policy_runtime("onnxruntime")
+    package = make_package("int8")
+    runtime.load(package)
+    model, weights = onnx_runtime.build_graph(package)
+    options = onnx_runtime.session_options()
+    path = tmp_path / "optimized.onnx"
+    options.optimized_model_filepath = str(path)
+    names = list(weights)
+    values = [ort.OrtValue.ortvalue_from_numpy(weights[name]) for name in names]
+    options.add_external_initializers(names, values)
+    ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    optimized = onnx.load(str(path), load_external_data=False)
+    ops = [node.op_type for node in optimized.graph.node]
+    assert ops.count("MatMulIntegerToFloat") == len(package.layers), ops
+    assert "MatMulInteger" not in ops and "Round" not in ops
+    for node in optimized.graph.node:
+        if node.op_type == "MatMulIntegerToFloat":
+            assert len(node.input) < 7 or not node.input[6], f"bias fused into {node.name}"
+    producers = {node.output[0]: node for node in optimized.graph.node}
+    init = {t.name: t for t in optimized.graph.initializer}
+    for node in optimized.graph.node:
+        if node.op_type != "MatMulIntegerToFloat":
+            continue
+        clip = producers[node.input[0]]  # uint8 clip <- QuantizeLinear(., 1, uint8 zero point)
+        quantize = producers[clip.input[0]]
+        assert (clip.op_type, quantize.op_type) == ("Clip", "QuantizeLinear")
+        assert init[quantize.input[2]].data_type == onnx.TensorProto.UINT8
+    # batch 1 runs unpadded and batch is a free dimension
+    assert runtime.session.get_inputs()[0].shape[0] == "batch"
+    assert runtime(observations(1)).shape == (1, ACT)
+
+
+def _random_int8_package(sizes: tuple[int, ...]) -> q.PolicyPackage:
+    rng = np.random.default_rng(0)
+    layers = tuple(
+        q.DenseParams(
+            rng.integers(-127, 128, (n_in, n_out), dtype=np.int8),
+            rng.standard_normal(n_out).astype(np.float32),
+            rng.uniform(1e-3, 1e-2, n_out).astype(np.float32),
+        )
+        for n_in, n_out in zip(sizes[:-1], sizes[1:])
+    )
+    return q.PolicyPackage("int8", 0, layers, "relu", "tanh", activation_bits=8)
+
+
+def _hlo_types(text: str) -> dict[str, str]:
+    """Instruction name -> element type, from an HLO module's text."""
+    return dict(re.findall(r"%([\w.\-]+) = ([a-z]+\d*)\[", text))
+
+
+def _dots(text: str) -> list[tuple[str, list[str]]]:
+    """(result type, operand types) of every ``dot(`` in an HLO module's text."""
+    types = _hlo_types(text)
+    found = []
+    for result, operands in re.findall(r"= ([a-z]+\d*)\[[^\]]*\]\S* dot\(([^)]*)\)", text):
+        names = re.findall(r"%([\w.\-]+)", operands)
+        found.append((result, [types.get(name, "?") for name in names]))
+    return found
+
+
+def test_xla_batch1_int8_call_avoids_the_slow_matrix_vector_path():
+    """What XLA:CPU emits for the paper policy at 1 row vs 2 rows, and that batch 1 is padded.
+
+    At 1 row the s8 kernels are converted to s32 (``s32[K,N] convert(param)``) and multiplied by
+    a plain s32 ``dot``: the ~13x slow path. From 2 rows up every dot has s8 x s8 -> s32 operands
+    (inside XLA's YNNPACK fusion). ``XlaRuntime`` pads batch 1 to 2 rows to get the fast path.
+    """
+    package = _random_int8_package((OBS, *PAPER_POLICY_SIZES, ACT))  # values do not matter here
+    runtime = XlaRuntime()
+    runtime.load(package)
+    assert runtime.padded_rows(1) == 2
+    fast = runtime.lower(1).compile().as_text()
+    fast_dots = _dots(fast)
+    assert len(fast_dots) == len(package.layers), fast_dots
+    assert all(res == "s32" and ops == ["s8", "s8"] for res, ops in fast_dots), fast_dots
+    assert not re.search(r"s32\[\d+,\d+\]\{1,0\} convert\(%param", fast)
+
+    runtime.MIN_INT_ROWS = 1  # what the runtime would run without padding
+    slow = runtime.lower(1).compile().as_text()
+    slow_dots = _dots(slow)
+    assert slow_dots and all(ops == ["s32", "s32"] for _, ops in slow_dots), slow_dots
+    kernel_converts = re.findall(r"s32\[(\d+),(\d+)\]\{1,0\} convert\(%param", slow)
+    assert ("2048", "2048") in kernel_converts, kernel_converts
+
+
+def test_unknown_runtime_raises_listing_valid_names():
+    assert {"xla", "onnxruntime"} <= set(available_runtimes())
+    with pytest.raises(ValueError, match="unknown actor runtime") as info:
+        make_policy_runtime("tensorrt")
+    assert "xla" in str(info.value) and "onnxruntime" in str(info.value)
+
+
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_call_before_load_raises(runtime_name):
+    runtime = make_policy_runtime(runtime_name)
+    with pytest.raises(RuntimeError, match="no policy package loaded"):
+        runtime(observations(1))
+
+
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_load_new_version_and_new_shape(runtime_name):
+    runtime = make_policy_runtime(runtime_name)
+    obs = observations(2)
+    for spec, hidden, seed in (
+        ("int8", SMALL, 0),
+        ("int8", SMALL, 1),  # new version, same network: weights swap
+        ("int8", (64,), 2),  # different network: rebuild
+        ("fp32", (64,), 2),  # different dtype: rebuild
+    ):
+        runtime.load(make_package(spec, hidden, seed))
+        np.testing.assert_allclose(runtime(obs), reference(spec, hidden, seed)(obs), atol=1e-2)
+    if runtime_name == "onnxruntime":
+        assert runtime.graph_builds == 3  # the same-shape version reused the graph
+        assert runtime.last_load_seconds > 0
+
+
+def test_onnxruntime_is_registered_lazily():
+    """``make_policy_runtime('onnxruntime')`` works after importing only policy_runtime."""
+    code = (
+        "import sys\n"
+        "import actorq.runtime.policy_runtime as p\n"
+        "assert 'onnxruntime' in p.available_runtimes()\n"
+        "assert 'actorq.runtime.onnx_runtime' not in sys.modules\n"
+        "r = p.make_policy_runtime('onnxruntime')\n"
+        "assert type(r).__name__ == 'OnnxRuntime' and r.name == 'onnxruntime'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
