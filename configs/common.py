@@ -23,6 +23,12 @@ def base_config(
     config.launcher = "single"
     config.num_actors = 1
     config.ray_address = ""
+    # Distributed runs: the learner publishes a new package every publish_period learner steps
+    # (0 = whenever it is stale, spending at most ~10% of learner time quantizing); actors send
+    # experience in chunks of chunk_size transitions; shutdown waits this long for children.
+    config.publish_period = 0
+    config.chunk_size = 64
+    config.shutdown_timeout_s = 5.0
     config.max_actor_steps = max_actor_steps
     # Actors pull the newest published policy every pull_period of their own steps.
     config.pull_period = pull_period
@@ -32,7 +38,8 @@ def base_config(
     config.replay.min_size = 1_000
     # The paper: every item is sampled at most 16 times and actors are never blocked.
     config.replay.max_times_sampled = 16
-    # Single-process only: learner samples per inserted item, interleaving the two.
+    # Learner samples per inserted item: the single-process loop interleaves learner calls at this
+    # ratio; distributed learners never exceed it (0 = run free, as in the paper).
     config.replay.samples_per_insert = 32.0
     config.replay.priority_exponent = 0.6
 

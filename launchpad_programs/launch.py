@@ -20,8 +20,13 @@ def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> d
 
     make_quantizer(config.quantizer)  # fail fast on a bad spec, before creating the run dir
     make_policy_runtime(config.actor_runtime)
+    distributed = config.launcher != "single" and config.num_actors > 0
+    if distributed:
+        from launchpad_programs.distributed import check_launcher
+
+        check_launcher(config)  # e.g. ray missing: fail before creating the run directory
     run_dir = RunDirectory(default_run_dir(config), config, resume)
-    if config.launcher == "single" or config.num_actors == 0:
+    if not distributed:
         from launchpad_programs.single_process import run_single_process
 
         return run_single_process(config, run_dir, resume)

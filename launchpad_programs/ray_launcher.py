@@ -31,6 +31,7 @@ import ray, and a missing ray raises an error telling how to install it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -211,7 +212,8 @@ class ActorNode:
                 if worker.steps == 1:
                     self._send(("ready", node, {
                         "startup_s": worker.first_action_time - spawn_time,
-                        "pid": os.getpid(), "incarnation": incarnation}))
+                        "pid": os.getpid(), "incarnation": incarnation,
+                        "first_step": worker.report()}))
                 if result is not None:
                     self._send(("episode", node, {
                         "actor_steps": claimed - granted,
@@ -274,6 +276,8 @@ class RayTransport:
         self._ray = import_ray()
         self._config = config
         self._started_ray = False
+        # Connect before the driver starts JAX (ray.init forks helper processes).
+        self._connect(config)
         self._ctx: LaunchContext | None = None
         self._control = None
         self._actors: dict[int, dict[str, Any]] = {}
@@ -298,16 +302,7 @@ class RayTransport:
         self._ctx, self._on_message = ctx, on_message
         config = ctx.config
         num_actors = ctx.program.num_actors
-        if not ray.is_initialized():
-            previous = signal.getsignal(signal.SIGTERM)
-            address = config.get("ray_address", "") or None
-            kwargs: dict[str, Any] = {"include_dashboard": False}
-            if address is None:
-                kwargs["num_cpus"] = max(os.cpu_count() or 1, num_actors + 1)
-            ray.init(address=address, **kwargs)
-            self._started_ray = True
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, previous)  # ray.init replaced the driver's
+        self._connect(config)
         total_cpus = float(ray.cluster_resources().get("CPU", 1.0))
         self._cpus = max(0.01, min(1.0, int(100 * total_cpus / (num_actors + 1)) / 100))
         self._runtime_env = {"env_vars": dict(SINGLE_THREAD_ENV)}
@@ -324,6 +319,22 @@ class RayTransport:
         self._receiver = threading.Thread(target=self._receive, name="actorq-ray-receiver",
                                           daemon=True)
         self._receiver.start()
+
+    def _connect(self, config: Any) -> None:
+        """Joins the Ray instance of this process, ``config.ray_address``, or starts a local
+        one bound to this machine."""
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+        address = config.get("ray_address", "") or None
+        kwargs: dict[str, Any] = {"include_dashboard": False}
+        if address is None:
+            kwargs["num_cpus"] = max(os.cpu_count() or 1, int(config.num_actors) + 1)
+        ray.init(address=address, **kwargs)
+        self._started_ray = True
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)  # ray.init installs its own handler
 
     def _make_evaluator(self) -> Any:
         return self._ray.remote(EvaluatorNode).options(
@@ -516,10 +527,8 @@ class RayTransport:
     def _kill(self, handle: Any) -> None:
         if handle is None:
             return
-        try:
+        with contextlib.suppress(Exception):  # already gone
             self._ray.kill(handle, no_restart=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
 
     def close(self) -> None:
         if self._closed:

@@ -1,0 +1,224 @@
+"""Actor throughput per quantizer and runtime, measured the way a distributed run acts.
+
+    python -m benchmarks.actor_throughput [--task=walker_stand] [--steps=2000]
+        [--quantizers=fp32,int8] [--runtime=xla,onnxruntime] [--hidden=2048,2048,2048]
+        [--pull_period=1000] [--republish_every_s=0.25] [--json_out=FILE]
+
+For each quantizer x runtime it spawns ONE actor process exactly as the local launcher does
+(``launchpad_programs.local_launcher.actor_process``: 'spawn', single-threaded XLA, the agent's
+exploration and n-step adder, experience chunks sent over a pipe) running the paper-size policy
+(random init: throughput does not depend on training) on ``--task``. This process plays the
+learner: it serves the package through the shared-memory weights channel and republishes it
+under a new version every ``--republish_every_s`` so that every pull (every ``--pull_period``
+steps) really fetches, deserializes and loads the package.
+
+Reported per configuration: env steps/s while acting (first action to last step), the runtime
+breakdown per step (inference / env / pull / deserialize / load, ms), bytes per pull, actor
+start-up (process start to first action) and the actor's peak RSS; then the int8/fp32 steps/s
+ratio per runtime. Configurations run one after another in one invocation: compare ratios
+within a run, absolute numbers drift with machine load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    names = lambda s: [v for v in s.split(",") if v]  # noqa: E731
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="walker_stand")
+    p.add_argument("--steps", type=int, default=2000, help="actor steps per configuration")
+    p.add_argument("--quantizers", type=names, default=["fp32", "int8"])
+    p.add_argument("--runtime", "--runtimes", dest="runtimes", type=names,
+                   default=["xla", "onnxruntime"])
+    p.add_argument("--hidden", type=lambda s: tuple(int(v) for v in s.split(",") if v),
+                   default=(2048, 2048, 2048), help="policy hidden sizes")
+    p.add_argument("--pull_period", type=int, default=1000)
+    p.add_argument("--republish_every_s", type=float, default=0.25,
+                   help="republish the package under a new version this often (0: never)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json_out", default="", help="also write the results as JSON here")
+    return p.parse_args(argv)
+
+
+def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str, steps: int,
+                pull_period: int, seed: int) -> Any:
+    """The experiment config of ``task``'s preset (D4PG for DMC, DQN for Gym tasks)."""
+    from configs import d4pg_actorq, dqn_actorq
+
+    if task in d4pg_actorq.PRESETS:
+        config = d4pg_actorq.get_config(task)
+        config.learner.policy_hidden_sizes = hidden
+    elif task in dqn_actorq.PRESETS:
+        config = dqn_actorq.get_config(task)
+        config.learner.hidden_sizes = hidden
+    else:
+        valid = ", ".join(sorted([*d4pg_actorq.PRESETS, *dqn_actorq.PRESETS]))
+        raise SystemExit(f"unknown task {task!r}; valid: {valid}")
+    config.quantizer = quantizer
+    config.actor_runtime = runtime
+    config.max_actor_steps = steps
+    config.pull_period = pull_period
+    config.num_actors = 1
+    config.seed = seed
+    config.launcher = "local"
+    return config
+
+
+def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
+    """Runs one actor process against a fixed, periodically republished package."""
+    import jax
+    import numpy as np
+
+    from actorq.quantization import make_quantizer
+    from launchpad_programs import local_launcher, nodes
+    from launchpad_programs.shared_policy import SharedPolicyPublisher
+
+    builder = nodes.make_builder_for(config)
+    network = builder.policy_network
+    params = network.init(jax.random.key(config.seed),
+                          np.zeros((1, builder.observation_size), np.float32))
+    package = make_quantizer(config.quantizer).quantize(params, network, 1).to_bytes()
+    ctx = multiprocessing.get_context("spawn")
+    publisher = SharedPolicyPublisher.for_package(package)
+    publisher.publish(1, package)
+    control = ctx.RawArray("q", local_launcher.SLOTS + 1)
+    reader, writer = ctx.Pipe(duplex=False)
+    spec = local_launcher.ChildSpec(
+        node="actor_0", index=0, num_actors=1, config=config, shm_name=publisher.name,
+        control=control, conn=writer, t0_wall=time.time(), spawn_time=time.time(),
+        parent_pid=os.getpid(), incarnation=0, seed_offset=0, chunk_size=64,
+    )
+    process = ctx.Process(target=local_launcher.actor_process, args=(spec,),
+                          name="actorq-benchmark-actor", daemon=True)
+    stop = threading.Event()
+
+    def republish() -> None:
+        version = 1
+        while not stop.wait(republish_every_s):
+            version += 1
+            publisher.publish(version, package)
+
+    republisher = threading.Thread(target=republish, daemon=True)
+    report: dict[str, Any] | None = None
+    ready: dict[str, Any] | None = None
+    error = None
+    transitions = 0
+    try:
+        process.start()
+        writer.close()
+        if republish_every_s > 0:
+            republisher.start()
+        while True:
+            try:
+                kind, _, payload = reader.recv()
+            except EOFError:
+                break
+            if kind == "experience":
+                transitions += len(payload["reward"])
+            elif kind == "report":
+                report = payload
+            elif kind == "ready":
+                ready = payload
+            elif kind == "error":
+                error = payload["traceback"].strip().splitlines()[-1]
+        process.join(30)
+    finally:
+        stop.set()
+        if process.is_alive():
+            process.kill()
+            process.join(5)
+        publisher.close()
+    if error is not None or report is None or ready is None:
+        return {"error": error or f"actor exited with code {process.exitcode}"}
+    from actorq.runtime.breakdown import SECTIONS
+
+    # Steady state: everything after the first action (whose step includes the first pull,
+    # load and, for XLA, compilation; those are in start-up).
+    first = ready["first_step"]
+    seconds = {s: report["breakdown"]["seconds"][s] - first["breakdown"]["seconds"][s]
+               for s in SECTIONS}
+    steps = int(report["steps"]) - int(first["steps"])
+    acting_s = report["time"] - first["time"]
+    pulls = int(report["num_pulls"]) - int(first["num_pulls"])
+    pulled = report["breakdown"]["bytes_pulled"] - first["breakdown"]["bytes_pulled"]
+    return {
+        "steps": steps,
+        "steps_per_s": steps / acting_s if acting_s > 0 else float("nan"),
+        **{f"{s}_ms_per_step": 1000.0 * seconds[s] / max(steps, 1) for s in SECTIONS},
+        "num_pulls": pulls,
+        "bytes_per_pull": pulled / max(pulls, 1),
+        "package_bytes": len(package),
+        "startup_s": float(ready["startup_s"]),
+        "peak_rss_mib": float(report["peak_rss_mib"]),
+        "transitions_sent": transitions,
+    }
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:.2f} MiB"
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from actorq.runtime.policy_runtime import available_runtimes
+
+    runtimes = []
+    for runtime in args.runtimes:
+        if runtime in available_runtimes():
+            runtimes.append(runtime)
+        else:
+            print(f"note: skipping runtime {runtime!r}: not available "
+                  f"(available: {', '.join(available_runtimes())})")
+    print(f"actor throughput: task={args.task} policy hidden={'x'.join(map(str, args.hidden))} "
+          f"steps={args.steps} pull_period={args.pull_period} "
+          f"republish every {args.republish_every_s} s, one single-threaded actor process "
+          f"(cpu: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})")
+    results: dict[tuple[str, str], dict[str, Any]] = {}
+    for runtime in runtimes:
+        for quantizer in args.quantizers:
+            config = make_config(args.task, args.hidden, quantizer, runtime, args.steps,
+                                 args.pull_period, args.seed)
+            start = time.perf_counter()
+            results[(quantizer, runtime)] = measure(config, args.republish_every_s)
+            print(f"  {quantizer}/{runtime}: done in {time.perf_counter() - start:.1f} s",
+                  flush=True)
+
+    header = ("| quantizer | runtime | steps/s | inference ms | env ms | pull ms | deserialize ms "
+              "| load ms | pulls | bytes/pull | start-up s | peak RSS MiB |")
+    print()
+    print(header)
+    print("|" + "|".join(["---"] * 2 + ["---:"] * 10) + "|")
+    for (quantizer, runtime), r in results.items():
+        if "error" in r:
+            print(f"| {quantizer} | {runtime} | failed: {r['error']} |")
+            continue
+        print(f"| {quantizer} | {runtime} | {r['steps_per_s']:.1f} "
+              f"| {r['inference_ms_per_step']:.3f} | {r['env_ms_per_step']:.3f} "
+              f"| {r['pull_ms_per_step']:.4f} | {r['deserialize_ms_per_step']:.4f} "
+              f"| {r['load_ms_per_step']:.4f} | {r['num_pulls']} | {_mib(r['bytes_per_pull'])} "
+              f"| {r['startup_s']:.1f} | {r['peak_rss_mib']:.0f} |")
+    print("(steady state after the first action; per-step ms = section time / actor steps; "
+          f"pull/deserialize/load happen every {args.pull_period} steps)")
+    print()
+    for runtime in runtimes:
+        fp32, int8 = results.get(("fp32", runtime)), results.get(("int8", runtime))
+        if fp32 and int8 and "error" not in fp32 and "error" not in int8:
+            print(f"{runtime}: int8/fp32 steps/s = {int8['steps_per_s'] / fp32['steps_per_s']:.2f}x"
+                  f", fp32/int8 bytes per pull = "
+                  f"{fp32['bytes_per_pull'] / int8['bytes_per_pull']:.2f}x")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({f"{q}/{r}": v for (q, r), v in results.items()}, f, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

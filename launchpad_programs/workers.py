@@ -1,0 +1,176 @@
+"""What runs inside an actor or evaluator node, whichever launcher hosts it.
+
+Nothing here knows about processes, pipes or Ray: a launcher hands an :class:`ActorWorker` a
+``VariableSource`` (the weights channel) and a ``send_chunk`` callable (the experience channel)
+and steps it under its own stop/budget rules.
+
+Importing this module does not import JAX, so a child process can call
+:func:`set_single_thread_flags` first.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# One core per actor, as in the paper (4 CPU actors, one core each).
+SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+SINGLE_THREAD_ENV = {
+    "XLA_FLAGS": SINGLE_THREAD_XLA_FLAGS,
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "JAX_PLATFORMS": "cpu",
+}
+
+
+def set_single_thread_flags() -> bool:
+    """Makes this process run XLA (and BLAS/OpenMP) on one thread. Call before importing jax.
+
+    Returns False (and the flags may not apply) if jax was already imported.
+    """
+    os.environ.update(SINGLE_THREAD_ENV)
+    return "jax" not in sys.modules and "jaxlib" not in sys.modules
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process, MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+class ChunkBuffer:
+    """Buffers single transitions into numpy chunks of ``chunk_size`` rows for ``send``.
+
+    Rows are written into preallocated arrays built from the replay signature (so dtypes match
+    the table's); ``send`` gets ``{field: array[n, ...]}`` and must not keep the arrays past
+    the call (they are reused): pickling senders (pipes, queues, Ray) copy them.
+    """
+
+    def __init__(self, signature: dict[str, Any], chunk_size: int,
+                 send: Callable[[dict[str, np.ndarray]], None]) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        self._arrays = {
+            field: np.zeros((chunk_size, *spec.shape), dtype=spec.dtype)
+            for field, spec in signature.items()
+        }
+        self._size = chunk_size
+        self._n = 0
+        self._send = send
+        self.transitions = 0
+        self.chunks = 0
+
+    def add(self, transition: dict[str, np.ndarray]) -> None:
+        for field, array in self._arrays.items():
+            array[self._n] = transition[field]
+        self._n += 1
+        self.transitions += 1
+        if self._n == self._size:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._n == 0:
+            return
+        n, self._n = self._n, 0
+        self.chunks += 1
+        self._send({field: array[:n] for field, array in self._arrays.items()})
+
+    @property
+    def pending(self) -> int:
+        return self._n
+
+
+class ActorWorker:
+    """One actor node: FeedForwardActor + environment loop + chunked experience.
+
+    Args:
+      config: the experiment config.
+      builder: the agent builder (``nodes.make_builder_for(config)``).
+      index, num_actors: this actor's index (sets its exploration) and the actor count.
+      source: the weights channel (``latest() -> (version, bytes) | None``).
+      send_chunk: the experience channel; receives numpy chunks.
+      seed_offset: offsets env and exploration seeds (a restarted or resumed actor gets fresh
+        randomness).
+      exploration_steps_done: steps this actor index already took (its exploration schedule
+        continues).
+      chunk_size: transitions per chunk.
+      on_episode: called with each finished episode's EpisodeResult.
+    """
+
+    def __init__(
+        self,
+        config: Any,
+        builder: Any,
+        index: int,
+        num_actors: int,
+        source: Any,
+        send_chunk: Callable[[dict[str, np.ndarray]], None],
+        seed_offset: int = 0,
+        exploration_steps_done: int = 0,
+        chunk_size: int = 64,
+        on_episode: Callable[[Any], None] | None = None,
+    ) -> None:
+        from actorq.runtime.breakdown import RuntimeBreakdown
+        from actorq.runtime.environment_loop import EnvironmentLoop
+        from launchpad_programs import nodes
+
+        self.index = index
+        self.breakdown = RuntimeBreakdown()
+        self.chunks = ChunkBuffer(builder.replay_signature(), chunk_size, send_chunk)
+        self.actor, self.client = nodes.make_actor(
+            config, builder, source, index, num_actors, self.chunks.add, self.breakdown,
+            seed_offset, exploration_steps_done,
+        )
+        self.environment = nodes.actor_environment(config, index, seed_offset)
+        self.loop = EnvironmentLoop(self.environment, self.actor, self.breakdown, on_episode)
+        self.steps = 0
+        self.first_action_time: float | None = None
+
+    def step(self) -> Any:
+        """One environment step; returns the finished EpisodeResult or None."""
+        result = self.loop.step()
+        self.steps += 1
+        if self.first_action_time is None:
+            self.first_action_time = time.time()
+        return result
+
+    @property
+    def policy_version(self) -> int:
+        return self.client.version
+
+    def report(self) -> dict[str, Any]:
+        """Plain-Python status: breakdown dict, steps, loaded version, pulls."""
+        return {
+            "breakdown": self.breakdown.to_dict(),
+            "steps": self.steps,
+            "policy_version": self.client.version,
+            "num_pulls": self.client.num_pulls,
+            "peak_rss_mib": peak_rss_mib(),
+            "first_action_time": self.first_action_time,
+            "time": time.time(),
+        }
+
+    def close(self) -> None:
+        self.chunks.flush()
+        close = getattr(self.environment, "close", None)
+        if close is not None:
+            close()
+
+
+def eval_row(actor_steps: int, learner_steps: int, wall_time_s: float, version: int,
+             returns: list[float]) -> dict[str, Any]:
+    """An ``eval.jsonl`` row (the single-process launcher's format)."""
+    return {
+        "actor_steps": int(actor_steps),
+        "learner_steps": int(learner_steps),
+        "wall_time_s": float(wall_time_s),
+        "eval_return": float(np.mean(returns)),
+        "eval_return_std": float(np.std(returns)),
+        "policy_version": int(version),
+    }
