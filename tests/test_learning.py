@@ -37,7 +37,7 @@ def test_dqn_cartpole_reaches_195(tmp_path, quantizer):
 def test_d4pg_cartpole_balance_reaches_800(tmp_path, quantizer):
     config = d4pg_actorq.get_config("cartpole_balance_small")
     config.quantizer = quantizer
-    config.max_actor_steps = 14_000
+    config.max_actor_steps = 20_000
     config.eval_every_steps = 2_000
     config.eval_episodes = 2
     config.track_energy = False

@@ -190,7 +190,8 @@ class SampleToInsertRatio(RateLimiter):
         return self._error_buffer
 
     def config(self) -> dict[str, Any]:
-        """``{"type": "SampleToInsertRatio", samples_per_insert, min_size_to_sample, error_buffer}``."""
+        """``{"type": "SampleToInsertRatio", samples_per_insert, min_size_to_sample,
+        error_buffer}``."""
         eb = self._error_buffer
         return {
             "type": "SampleToInsertRatio",
