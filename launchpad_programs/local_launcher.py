@@ -46,6 +46,7 @@ from typing import Any
 
 from absl import logging
 
+from launchpad_programs import workers
 from launchpad_programs.driver import LaunchContext, Message
 
 # Control array fields (int64).
@@ -304,7 +305,8 @@ class LocalTransport:
         target = evaluator_process if node == "evaluator" else actor_process
         process = self._mp.Process(target=target, args=(spec,), name=f"actorq-{node}",
                                    daemon=True)
-        process.start()
+        with workers.single_thread_child_environment():
+            process.start()
         writer.close()  # the child holds the only write end: its death means EOF here
         previous = self._children.get(node)
         child = _Child(node, index, process, incarnation)

@@ -10,11 +10,12 @@ Importing this module does not import JAX, so a child process can call
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,10 +34,32 @@ SINGLE_THREAD_ENV = {
 def set_single_thread_flags() -> bool:
     """Makes this process run XLA (and BLAS/OpenMP) on one thread. Call before importing jax.
 
-    Returns False (and the flags may not apply) if jax was already imported.
+    Returns False (and the flags may not apply) if jax was already imported without them
+    (a spawned child inherits them from :func:`single_thread_child_environment`).
     """
+    inherited = os.environ.get("XLA_FLAGS") == SINGLE_THREAD_XLA_FLAGS
     os.environ.update(SINGLE_THREAD_ENV)
-    return "jax" not in sys.modules and "jaxlib" not in sys.modules
+    return inherited or ("jax" not in sys.modules and "jaxlib" not in sys.modules)
+
+
+@contextlib.contextmanager
+def single_thread_child_environment() -> Iterator[None]:
+    """Sets the single-thread variables while a child is spawned, then restores ours.
+
+    A spawned child re-imports the parent's main module before its target runs; when that module
+    imports jax (e.g. a study script), flags set inside the child come too late. Environment
+    variables present at spawn time are in place before any import.
+    """
+    saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
+    os.environ.update(SINGLE_THREAD_ENV)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def peak_rss_mib() -> float:

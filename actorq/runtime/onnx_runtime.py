@@ -43,6 +43,39 @@ How the integer graph is built, and why (measured on the 24 -> 2048x3 -> 6 polic
   abs-max in ``(0, 2**-100)``, where both outputs are ``bias + O(1e-30)``.
 * Batch 1 needs no padding (unlike XLA:CPU): ORT's u8 x s8 GEMV is its fast path.
 
+``make_policy_runtime("onnxruntime_fused")`` builds a :class:`FusedOnnxRuntime`: the same int8
+kernels and per-output-channel scales, but each integer layer runs ORT's fused
+``com.microsoft.DynamicQuantizeMatMul``, the op ORT's own ``quantize_dynamic`` models run. It is
+faster because the activation quantization happens inside the kernel, but its activation numerics
+are ORT's, not the reference's:
+
+* activations are quantized **per tensor** (the whole batch shares one scale) and **asymmetric
+  uint8**: ``lo, hi = min(min(x), 0), max(max(x), 0)``, ``scale = (hi - lo) / 255`` (1 if
+  ``hi == lo``), ``zp = round_half_even(-lo / scale)``, ``q = saturate(round_half_even(x / scale)
+  + zp)``; then ``acc(q - zp, kernel) * scale * kernel_scale + bias``. :func:`fused_forward_np` is
+  a NumPy twin of exactly this (it matches ORT to ~1e-7).
+* So the outputs are those of a *different* int8 policy than the reference defines: close to it
+  when the rows of a batch have similar magnitudes (paper policy, Gaussian observations, biases
+  N(0, 0.1): ~1e-3 at batch 1, 2-4e-3 at batch 8-64 on tanh outputs; larger biases, e.g.
+  N(0, 1), reach ~1e-2 at batch 8-64) and further away when they do not: rows 1e4x apart in
+  magnitude give ~0.1, since the largest row sets the scale for all of them.
+  ``tests/test_policy_runtime.py`` and ``benchmarks/policy_inference.py`` report the difference.
+* Bias: ``DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias)``'s activation scale is always
+  a scalar, which ORT 1.32 folds into the per-column multipliers before its output stage adds
+  the bias unscaled, so the ``MatMulIntegerToFloat`` bug above does not apply (verified: the
+  graph matches the twin to ~1e-7 with biases of magnitude ~1; the tests keep it covered).
+* Per-column scale: passing the kernel scale ``[N]`` as ``b_scale`` works but costs ORT 1.32
+  ~20 us per 2048-wide layer over a scalar ``b_scale`` (6-12% of a batch-1 call, measured with
+  ORT's profiler and by timing). So each integer layer is
+  ``Mul(DynamicQuantizeMatMul(x, kernel, 1, 0, bias / kernel_scale), kernel_scale)``, which is
+  the same value up to float rounding (~1e-7) and as fast as ORT's own ``quantize_dynamic``
+  model, whose weights have one scale per tensor.
+
+Only packages with integer layers, ``activation_bits == 8`` and non-zero finite kernel scales
+(:func:`fused_eligible`) are fused. Everything else (float packages, int2..int7 activations) runs
+the exact graph above: :class:`FusedOnnxRuntime` is an :class:`OnnxRuntime` that only swaps the
+graph builder, and ``graph_kind`` says which graph runs.
+
 Weights are graph initializers, so ORT pre-packs them once per session. Weights fed as inputs would
 make ``load`` free, but ORT then repacks the int8 weights on every call (measured ~5x slower per
 call). So ``load`` builds a new session instead. The graph is built and serialised once per network
@@ -189,21 +222,37 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         else:
             if relu_pending:
                 x = g.op("Relu", [x])
-            cast = _FLOAT_CASTS.get(np.dtype(layer.kernel.dtype))
-            if cast is not None:  # the reference casts the layer input to the kernel dtype
-                x = g.op("Cast", [g.op("Cast", [x], to=cast)], to=TensorProto.FLOAT)
-            y = g.op("MatMul", [x, f"kernel_{i}"])
+            y = _float_matmul(g, x, i, layer)
         y = g.op("Add", [y, f"bias_{i}"])  # not inside MatMulIntegerToFloat: see module doc
         last = i == len(layers) - 1
         act = package.output_activation if last else package.activation
         relu_pending = act == "relu" and not last and layers[i + 1].kernel_scale is not None
-        if act in _ACTIVATION_OPS and not relu_pending:
-            y = g.op(_ACTIVATION_OPS[act], [y])
-        elif act not in _ACTIVATION_OPS and act != "none":
-            raise ValueError(f"unsupported activation {act!r}")
-        x = y
-    g.nodes[-1].output[0] = OUTPUT
+        x = y if relu_pending else _activation(g, y, act)
+    return _finish_model(g, package, weights)
 
+
+def _float_matmul(g: _Graph, x: str, i: int, layer) -> str:
+    """fp32 ``MatMul`` of float layer ``i``; fp16/bf16: the input rounded to the kernel dtype."""
+    cast = _FLOAT_CASTS.get(np.dtype(layer.kernel.dtype))
+    if cast is not None:  # the reference casts the layer input to the kernel dtype
+        x = g.op("Cast", [g.op("Cast", [x], to=cast)], to=TensorProto.FLOAT)
+    return g.op("MatMul", [x, f"kernel_{i}"])
+
+
+def _activation(g: _Graph, y: str, act: str) -> str:
+    if act in _ACTIVATION_OPS:
+        return g.op(_ACTIVATION_OPS[act], [y])
+    if act != "none":
+        raise ValueError(f"unsupported activation {act!r}")
+    return y
+
+
+def _finish_model(
+    g: _Graph, package: PolicyPackage, weights: dict[str, np.ndarray]
+) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """The model of ``g``'s nodes (the last one's output renamed to OUTPUT) and its weights,
+    declared as in-memory external data."""
+    g.nodes[-1].output[0] = OUTPUT
     externals = []
     for name, value in weights.items():
         tensor = TensorProto(
@@ -229,13 +278,140 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
     return model, weights
 
 
-def build_model(package: PolicyPackage) -> ModelProto:
+def _bias_over_scale(layer) -> np.ndarray | None:
+    """``bias / kernel_scale`` of an integer layer, or None where that is not exactly undoable
+    by multiplying with the scale again (a zero, non-finite or overflowing scale)."""
+    scale = np.asarray(layer.kernel_scale, np.float32).reshape(-1)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        ratio = np.asarray(layer.bias, np.float32) / scale
+    if not (np.all(np.isfinite(scale)) and np.all(scale != 0) and np.all(np.isfinite(ratio))):
+        return None
+    return ratio.astype(np.float32)
+
+
+def fused_eligible(package: PolicyPackage) -> bool:
+    """Whether :class:`FusedOnnxRuntime` runs ``package`` on ``DynamicQuantizeMatMul``: it has
+    integer layers, 8-bit activations (ORT's fused op always quantizes activations to 8 bits),
+    and non-zero finite kernel scales (all the built-in quantizers make)."""
+    integer = [layer for layer in package.layers if layer.kernel_scale is not None]
+    return (
+        package.activation_bits == 8
+        and bool(integer)
+        and all(_bias_over_scale(layer) is not None for layer in integer)
+    )
+
+
+def fused_graph_weights(package: PolicyPackage) -> dict[str, np.ndarray]:
+    """:func:`graph_weights`, with ``bias_i`` of every integer layer replaced by
+    ``bias_over_scale_i = bias_i / kernel_scale_i`` (the fused graph's weights)."""
+    weights = graph_weights(package)
+    for i, layer in enumerate(package.layers):
+        if layer.kernel_scale is not None:
+            ratio = _bias_over_scale(layer)
+            if ratio is None:
+                raise ValueError(f"layer {i}: kernel scales must be non-zero and finite")
+            weights[f"bias_over_scale_{i}"] = np.ascontiguousarray(ratio)
+            del weights[f"bias_{i}"]
+    return weights
+
+
+def build_fused_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """Like :func:`build_graph`, with every integer layer ORT's ``DynamicQuantizeMatMul``.
+
+    Same int8 kernels and per-output-channel scales as :func:`build_graph`; the activation
+    numerics are ORT's per-tensor asymmetric uint8 ones (:func:`fused_forward_np`), not the
+    reference's. Each integer layer is
+    ``Mul(DynamicQuantizeMatMul(x, kernel, 1, 0, bias / kernel_scale), kernel_scale)``: the
+    per-column scale is applied after the fused op (see the module docstring for why).
+    """
+    if not fused_eligible(package):
+        raise ValueError(
+            "the fused graph needs integer layers with activation_bits == 8 and non-zero finite "
+            f"kernel scales, got activation_bits={package.activation_bits!r} "
+            f"({package.quantizer})"
+        )
+    weights = fused_graph_weights(package)
+    g = _Graph()
+    b_zero_point = g.const(np.int8(0))  # symmetric weights; the int8 type selects u8 x s8
+    unit_scale = g.const(np.float32(1.0))
+    x = INPUT
+    for i, layer in enumerate(package.layers):
+        if layer.kernel_scale is not None:
+            y = g.op(
+                "DynamicQuantizeMatMul",
+                [x, f"kernel_{i}", unit_scale, b_zero_point, f"bias_over_scale_{i}"],
+                domain=MS_DOMAIN,
+            )
+            y = g.op("Mul", [y, f"kernel_scale_{i}"])
+        else:
+            y = g.op("Add", [_float_matmul(g, x, i, layer), f"bias_{i}"])
+        last = i == len(package.layers) - 1
+        x = _activation(g, y, package.output_activation if last else package.activation)
+    return _finish_model(g, package, weights)
+
+
+_NP_ACTIVATIONS = {
+    "relu": lambda v: np.maximum(v, np.float32(0)),
+    "tanh": np.tanh,
+    "elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))).astype(np.float32),
+    "none": lambda v: v,
+}
+
+
+def quantize_tensor_u8_np(x: np.ndarray) -> tuple[np.ndarray, np.float32, np.uint8]:
+    """ORT's dynamic activation quantization (``DynamicQuantizeLinear`` / the first stage of
+    ``DynamicQuantizeMatMul``): one asymmetric uint8 scale and zero point for the whole tensor.
+
+    Returns (uint8 values, scale, zero point).
+    """
+    x = np.asarray(x, np.float32)
+    lo = np.minimum(x.min(), np.float32(0)) if x.size else np.float32(0)
+    hi = np.maximum(x.max(), np.float32(0)) if x.size else np.float32(0)
+    scale = np.float32(1) if hi == lo else np.float32((hi - lo) / np.float32(255))
+    zero_point = np.uint8(np.rint(np.clip(np.float32(0) - lo / scale, 0, 255)))
+    q = np.clip(np.rint(x / scale) + np.float32(zero_point), 0, 255).astype(np.uint8)
+    return q, scale, zero_point
+
+
+def fused_forward_np(package: PolicyPackage, observations: np.ndarray) -> np.ndarray:
+    """NumPy twin of the :func:`build_fused_graph` model (what ``onnxruntime_fused`` computes),
+    e.g. to check its bias handling. Not the reference numerics: see the module docstring.
+
+    Per integer layer: ``(acc * x_scale + bias / kernel_scale) * kernel_scale``, which is
+    ``acc * x_scale * kernel_scale + bias`` up to float rounding.
+    """
+    x = np.asarray(observations, np.float32)
+    for i, layer in enumerate(package.layers):
+        if layer.kernel_scale is not None:
+            q, scale, zero_point = quantize_tensor_u8_np(x)
+            acc = (q.astype(np.int32) - np.int32(zero_point)) @ layer.kernel.astype(np.int32)
+            y = acc.astype(np.float32) * scale + _bias_over_scale(layer)
+            y = y * np.asarray(layer.kernel_scale, np.float32).reshape(-1)
+        else:
+            kernel = np.asarray(layer.kernel)
+            y = x.astype(kernel.dtype).astype(np.float32) @ kernel.astype(np.float32)
+            y = y + np.asarray(layer.bias, np.float32)
+        last = i == len(package.layers) - 1
+        act = package.output_activation if last else package.activation
+        x = np.asarray(_NP_ACTIVATIONS[act](y.astype(np.float32)), np.float32)
+    return x
+
+
+# graph kind -> (graph builder, weights of a new version with the same graph)
+_GRAPHS = {
+    "exact": (build_graph, graph_weights),
+    "fused": (build_fused_graph, fused_graph_weights),
+}
+
+
+def build_model(package: PolicyPackage, fused: bool = False) -> ModelProto:
     """A self-contained ONNX model of ``package`` (weights embedded), e.g. to save or inspect.
 
-    It uses the ``com.microsoft`` contrib op ``MatMulIntegerToFloat``, so it is meant for
-    ONNX Runtime.
+    ``fused``: the :func:`build_fused_graph` model instead of the exact one. Both use
+    ``com.microsoft`` contrib ops (``MatMulIntegerToFloat`` / ``DynamicQuantizeMatMul``), so
+    they are meant for ONNX Runtime.
     """
-    model, weights = build_graph(package)
+    model, weights = (build_fused_graph if fused else build_graph)(package)
     for tensor in model.graph.initializer:
         if tensor.name in weights:
             tensor.CopyFrom(numpy_helper.from_array(weights[tensor.name], tensor.name))
@@ -275,15 +451,25 @@ class OnnxRuntime:
             raise RuntimeError("no policy package loaded")
         return self._session
 
+    def graph_kind_for(self, package: PolicyPackage) -> str:
+        """Which graph runs ``package``: ``"exact"`` (:func:`build_graph`) here."""
+        return "exact"
+
+    @property
+    def graph_kind(self) -> str | None:
+        """The graph of the loaded package (``"exact"`` or ``"fused"``), None before a load."""
+        return None if self._signature is None else self._signature[0]
+
     def load(self, package: PolicyPackage) -> None:
         start = time.perf_counter()
-        signature = package_signature(package)
+        kind = self.graph_kind_for(package)
+        signature = (kind, package_signature(package))
         rebuild = signature != self._signature
         if rebuild:
-            model, weights = build_graph(package)
+            model, weights = _GRAPHS[kind][0](package)
             graph_bytes = model.SerializeToString()
         else:
-            weights, graph_bytes = graph_weights(package), self._graph_bytes
+            weights, graph_bytes = _GRAPHS[kind][1](package), self._graph_bytes
         options = session_options(self.threads)
         names = list(weights)
         values = [ort.OrtValue.ortvalue_from_numpy(weights[name]) for name in names]
@@ -303,6 +489,25 @@ class OnnxRuntime:
         return self._session.run([OUTPUT], {INPUT: observations})[0]
 
 
-# The factory table in policy_runtime names this runtime lazily (importing this module on first
-# use). Registering the class as well means later lookups call it directly.
+class FusedOnnxRuntime(OnnxRuntime):
+    """ONNX Runtime with ORT's fused ``DynamicQuantizeMatMul`` for int8 packages.
+
+    Runs the package's own int8 weights and per-channel scales, but quantizes activations per
+    tensor (asymmetric uint8) inside the kernel, as ORT's ``quantize_dynamic`` models do: faster
+    than :class:`OnnxRuntime`, *not* bit-for-bit the reference (see the module docstring;
+    :func:`fused_forward_np` is what it computes). Packages that are not int8 with 8-bit
+    activations (:func:`fused_eligible`) run :class:`OnnxRuntime`'s exact graph unchanged.
+    """
+
+    name = "onnxruntime_fused"
+
+    def graph_kind_for(self, package: PolicyPackage) -> str:
+        """``"fused"`` for int8 packages with 8-bit activations (:func:`fused_eligible`), else
+        ``"exact"``."""
+        return "fused" if fused_eligible(package) else "exact"
+
+
+# The factory table in policy_runtime names these runtimes lazily (importing this module on first
+# use). Registering the classes as well means later lookups call them directly.
 register_runtime(OnnxRuntime.name, OnnxRuntime)
+register_runtime(FusedOnnxRuntime.name, FusedOnnxRuntime)
