@@ -403,7 +403,7 @@ def test_sigterm_stops_everything_and_resume_continues(tmp_path):
     stderr = process.stderr.read().decode(errors="replace")
     assert process.returncode == 0, stderr[-3000:]
     print(f"exited {elapsed:.1f} s after SIGTERM")
-    assert elapsed < 10.0
+    assert elapsed < 15.0  # ~2.5-5 s measured; margin for a loaded 2-core CI machine
     assert not [pid for pid in children if alive(pid)], "child processes outlived the run"
     assert not any((SHM_DIR / name).exists() for name in segments), "segment not unlinked"
     summary = json.loads((run / "summary.json").read_text())
