@@ -18,10 +18,11 @@ def base_config(
     # How actors run the package. onnxruntime is the fastest measured path for every precision on
     # x86 CPUs (benchmarks/policy_inference.py); xla is the pure-JAX fallback.
     config.actor_runtime = "onnxruntime"
-    # single: actor and learner interleaved in one process (debugging); local: one process per
-    # node on this machine; ray: the same nodes as Ray actors.
-    config.launcher = "single"
-    config.num_actors = 1
+    # local: one process per node on this machine (the paper's topology: 4 actors); ray: the same
+    # nodes as Ray actors; single: one actor interleaved with the learner in one process
+    # (debugging and quick runs; the _small presets use it).
+    config.launcher = "local"
+    config.num_actors = 4
     config.ray_address = ""
     # Distributed runs: the learner publishes a new package every publish_period learner steps
     # (0 = whenever it is stale, spending at most ~10% of learner time quantizing); actors send

@@ -51,6 +51,8 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
         }
     )
     if small:
+        config.launcher = "single"
+        config.num_actors = 1
         config.learner.policy_hidden_sizes = (64, 64)
         config.learner.critic_hidden_sizes = (128, 128)
         config.learner.policy_learning_rate = 3e-4

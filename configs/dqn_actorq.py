@@ -54,6 +54,8 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     )
     config.replay.max_size = 100_000
     if small:
+        config.launcher = "single"
+        config.num_actors = 1
         config.learner.hidden_sizes = (64, 64)
         config.learner.learning_rate = 1e-3
         config.learner.batch_size = 64

@@ -127,6 +127,10 @@ def test_presets_and_overrides():
                                                                          1000)
     assert d4pg_actorq.get_config("humanoid_walk").pull_period == 100
     assert dqn_actorq.get_config("mountaincar").max_actor_steps == 200_000
+    # The paper's topology by default; the small presets are single-process quick runs.
+    assert (config.launcher, config.num_actors) == ("local", 4)
+    small = dqn_actorq.get_config("cartpole_small")
+    assert (small.launcher, small.num_actors) == ("single", 1)
     with pytest.raises(ValueError, match="cartpole_balance"):
         d4pg_actorq.get_config("walker_run")
     with pytest.raises(ValueError, match="acrobot"):
