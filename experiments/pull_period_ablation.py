@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from matplotlib.figure import Figure
 
 from actorq.analysis.plots import precision_order, safe_name
 from actorq.analysis.ptq import parse_quantizers
+from actorq.analysis.report import json_safe
 from experiments.speedup_report import parse_ints, run_or_load
 
 COMMUNICATION: tuple[str, ...] = ("pull", "deserialize", "load")
@@ -255,18 +255,8 @@ def write_ablation_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -
     md = out / "pull_period.md"
     md.write_text("\n".join(text))
     payload = {"rows": rows, "plots": [p.name for p in plots]}
-    (out / "pull_period.json").write_text(json.dumps(_json_safe(payload), indent=2) + "\n")
+    (out / "pull_period.json").write_text(json.dumps(json_safe(payload), indent=2) + "\n")
     return md
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
 
 
 def _define_flags() -> None:

@@ -22,18 +22,17 @@ themselves; there it is an estimate (``--qat_delay_steps`` sets the step count d
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import ml_collections
-import numpy as np
 from absl import app, flags
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from actorq.analysis.ptq import relative_error
+from actorq.analysis.report import json_safe
 from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
 from actorq.quantization.numerics import check_bits
 from experiments.speedup_report import parse_ints, run_or_load
@@ -228,20 +227,8 @@ def write_qat_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Pat
     md = out / "qat.md"
     md.write_text("\n".join(text))
     payload = {"agent": first.agent, "task": first.task, "rows": rows, "plot": png.name}
-    (out / "qat.json").write_text(json.dumps(_json_safe(payload), indent=2) + "\n")
+    (out / "qat.json").write_text(json.dumps(json_safe(payload), indent=2) + "\n")
     return md
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
 
 
 def _define_flags() -> None:

@@ -41,7 +41,7 @@ from launchpad_programs.run_directory import RunDirectory
 Message = tuple[str, str, Any]
 
 
-class _Stop(Exception):
+class StopRequested(Exception):
     """Raised by the SIGTERM handler to unwind like Ctrl-C."""
 
 
@@ -241,7 +241,7 @@ class Driver:
         run_seconds = 0.0
         start = time.perf_counter()
         self._t0_wall = time.time() - wall_offset
-        previous_sigterm = signal.signal(signal.SIGTERM, _raise_stop)
+        previous_sigterm = signal.signal(signal.SIGTERM, raise_stop_requested)
         progress = Progress(max_steps, f"{config.agent} {config.task} {config.quantizer} "
                             f"x{num_actors} {self.transport.name}")
         progress.update(min(base_steps, max_steps))
@@ -350,7 +350,7 @@ class Driver:
         except _BudgetSpent:
             logging.info("the checkpoint already has %d >= max_actor_steps actor steps: "
                          "no nodes to start", base_steps)
-        except (KeyboardInterrupt, _Stop):
+        except (KeyboardInterrupt, StopRequested):
             interrupted = True
             logging.warning("interrupted at actor step %d: stopping the nodes and saving a "
                             "checkpoint", global_steps())
@@ -546,6 +546,7 @@ def json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=float))
 
 
-def _raise_stop(signum: int, frame: Any) -> None:
+def raise_stop_requested(signum: int, frame: Any) -> None:
+    """SIGTERM handler: unwind the main loop like Ctrl-C so everything is saved."""
     del signum, frame
-    raise _Stop()
+    raise StopRequested()

@@ -18,6 +18,7 @@ from actorq.agents.transitions import learner_batches
 from actorq.core import VariableSource
 from actorq.envs import make_environment
 from actorq.quantization import make_quantizer
+from actorq.quantization.package import PolicyPackage
 from actorq.replay import MinSize, Prioritized, Table, Uniform
 from actorq.replay.adders import NStepTransitionAdder
 from actorq.runtime.actor import FeedForwardActor
@@ -156,8 +157,6 @@ class Evaluator:
 
     def run(self, source: VariableSource) -> tuple[int, list[float]]:
         """Evaluates the newest package; returns (policy version, episode returns)."""
-        from actorq.quantization.package import PolicyPackage
-
         latest = source.latest()
         if latest is None:
             raise RuntimeError("no policy published yet")

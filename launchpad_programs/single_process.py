@@ -21,11 +21,8 @@ from actorq.metrics.progress import Progress
 from actorq.runtime.breakdown import RuntimeBreakdown, markdown_table
 from actorq.runtime.environment_loop import EnvironmentLoop, EpisodeResult
 from launchpad_programs import nodes
+from launchpad_programs.driver import StopRequested, raise_stop_requested
 from launchpad_programs.run_directory import RunDirectory
-
-
-class _Stop(Exception):
-    """Raised by the SIGTERM handler to unwind like Ctrl-C."""
 
 
 def run_single_process(
@@ -111,7 +108,7 @@ def run_single_process(
             table if config.checkpoint_replay else None,
         )
 
-    previous_handler = signal.signal(signal.SIGTERM, _raise_stop)
+    previous_handler = signal.signal(signal.SIGTERM, raise_stop_requested)
     interrupted = False
     tracker.start()
     progress = Progress(config.max_actor_steps, f"{config.agent} {config.task} {config.quantizer}")
@@ -144,7 +141,7 @@ def run_single_process(
             if steps % config.checkpoint_every_steps == 0:
                 save_checkpoint()
             progress.update(1, ret=f"{last_return:.1f}", eval=f"{last_eval:.1f}")
-    except (KeyboardInterrupt, _Stop):
+    except (KeyboardInterrupt, StopRequested):
         interrupted = True
         logging.warning("interrupted at actor step %d: saving a checkpoint and stopping",
                         counters["actor_steps"])
@@ -173,8 +170,3 @@ def run_single_process(
     }
     run_dir.write_json("summary.json", result)
     return result
-
-
-def _raise_stop(signum: int, frame: Any) -> None:
-    del signum, frame
-    raise _Stop()

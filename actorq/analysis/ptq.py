@@ -36,6 +36,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from actorq.analysis.plots import safe_name
+from actorq.analysis.report import json_safe
 from actorq.analysis.trained_policy import TrainedPolicy
 from actorq.envs import make_environment
 from actorq.quantization import make_quantizer
@@ -205,7 +206,7 @@ class PTQStudy:
                                                       self.num_outputs)
             rows.append(entry)
         out["results"] = rows
-        return _json_safe(out)
+        return json_safe(out)
 
 
 def _action_summary(actions: np.ndarray, discrete: bool, width: int) -> dict[str, Any]:
@@ -213,19 +214,6 @@ def _action_summary(actions: np.ndarray, discrete: bool, width: int) -> dict[str
         counts = np.bincount(actions.astype(np.int64), minlength=width)
         return {"action_counts": [int(c) for c in counts]}
     return {"mean": actions.mean(axis=0).tolist(), "std": actions.std(axis=0).tolist()}
-
-
-def _json_safe(value: Any) -> Any:
-    # Strict JSON has no NaN/Infinity.
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return _json_safe(value.item())
-    return value
 
 
 def _rollouts(

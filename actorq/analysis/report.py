@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from actorq.analysis.plots import plot_curves, precision_order
 from actorq.analysis.speedup import (
     CONFIG_FILE,
@@ -214,14 +216,17 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _json_safe(value: Any) -> Any:
-    # Strict JSON has no NaN/Infinity; readers in other languages choke on them.
+def json_safe(value: Any) -> Any:
+    """Plain, strict-JSON data: NaN/inf become None (other languages' readers choke on them),
+    numpy scalars become Python scalars, mappings and sequences are converted recursively."""
+    if isinstance(value, np.generic):
+        value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -276,6 +281,6 @@ def write_report(
         "rows": rows,
     }
     (out / "speedup.json").write_text(
-        json.dumps(_json_safe(payload), indent=2, allow_nan=False) + "\n"
+        json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n"
     )
     return md_path

@@ -35,6 +35,47 @@ class TrainingState(NamedTuple):
 Batch = dict[str, jax.Array]
 
 
+def critic_loss(
+    target_policy_apply: Callable,
+    critic_apply: Callable,
+    support: jax.Array,
+    critic_params: Any,
+    target_policy_params: Any,
+    target_critic_params: Any,
+    batch: Batch,
+) -> jax.Array:
+    """Categorical TD towards the target networks' distribution at the next state (pure)."""
+    q_tm1 = critic_apply(critic_params, batch["observation"], batch["action"])
+    next_act = target_policy_apply(target_policy_params, batch["next_observation"])
+    q_t = critic_apply(target_critic_params, batch["next_observation"], next_act)
+    loss = jax.vmap(rlax.categorical_td_learning, in_axes=(None, 0, 0, 0, None, 0))(
+        support, q_tm1, batch["reward"], batch["discount"], support, q_t
+    )
+    return jnp.mean(loss)
+
+
+def policy_loss(
+    policy_apply: Callable,
+    critic_apply: Callable,
+    support: jax.Array,
+    dqda_clipping: float | None,
+    policy_params: Any,
+    critic_params: Any,
+    batch: Batch,
+) -> jax.Array:
+    """Deterministic policy gradient: follow dQ/da of the critic's mean (pure)."""
+
+    def q_mean(a: jax.Array, o: jax.Array) -> jax.Array:
+        logits = critic_apply(critic_params, o[None], a[None])[0]
+        return jnp.sum(jax.nn.softmax(logits) * support)
+
+    obs = batch["observation"]
+    dpg_action = policy_apply(policy_params, obs)
+    dqda = jax.vmap(jax.grad(q_mean))(dpg_action, obs)
+    loss = jax.vmap(lambda a, g: rlax.dpg_loss(a, g, dqda_clipping))(dpg_action, dqda)
+    return jnp.mean(loss)
+
+
 def d4pg_losses(
     policy_apply: Callable,
     critic_apply: Callable,
@@ -47,25 +88,12 @@ def d4pg_losses(
     batch: Batch,
 ) -> tuple[jax.Array, jax.Array]:
     """(critic_loss, policy_loss) on one batch of n-step transitions (pure)."""
-    obs, act = batch["observation"], batch["action"]
-    next_obs = batch["next_observation"]
-    # Critic: categorical TD towards the target networks' distribution at the next state.
-    q_tm1 = critic_apply(critic_params, obs, act)
-    next_act = policy_apply(target_policy_params, next_obs)
-    q_t = critic_apply(target_critic_params, next_obs, next_act)
-    critic_loss = jax.vmap(rlax.categorical_td_learning, in_axes=(None, 0, 0, 0, None, 0))(
-        support, q_tm1, batch["reward"], batch["discount"], support, q_t
+    return (
+        critic_loss(policy_apply, critic_apply, support, critic_params, target_policy_params,
+                    target_critic_params, batch),
+        policy_loss(policy_apply, critic_apply, support, dqda_clipping, policy_params,
+                    critic_params, batch),
     )
-
-    # Policy: follow dQ/da of the critic's mean at the policy's action.
-    def q_mean(a: jax.Array, o: jax.Array) -> jax.Array:
-        logits = critic_apply(critic_params, o[None], a[None])[0]
-        return jnp.sum(jax.nn.softmax(logits) * support)
-
-    dpg_action = policy_apply(policy_params, obs)
-    dqda = jax.vmap(jax.grad(q_mean))(dpg_action, obs)
-    policy_loss = jax.vmap(lambda a, g: rlax.dpg_loss(a, g, dqda_clipping))(dpg_action, dqda)
-    return jnp.mean(critic_loss), jnp.mean(policy_loss)
 
 
 class D4PGLearner:
@@ -118,22 +146,17 @@ class D4PGLearner:
         target_apply = self._networks.policy.apply
 
         def one_step(state: TrainingState, batch: Batch):
-            def critic_loss_fn(critic_params):
-                return d4pg_losses(
-                    target_apply, critic_apply, support, self._config.dqda_clipping,
-                    state.policy_params, critic_params, state.target_policy_params,
-                    state.target_critic_params, batch,
-                )[0]
-
-            def policy_loss_fn(policy_params):
-                return d4pg_losses(
-                    policy.apply, critic_apply, support, self._config.dqda_clipping,
-                    policy_params, state.critic_params, state.target_policy_params,
-                    state.target_critic_params, batch,
-                )[1]
-
-            critic_loss, critic_grads = jax.value_and_grad(critic_loss_fn)(state.critic_params)
-            policy_loss, policy_grads = jax.value_and_grad(policy_loss_fn)(state.policy_params)
+            # Each gradient needs only its own loss; computing both per gradient would trace
+            # the other loss twice inside the hot update.
+            c_loss, critic_grads = jax.value_and_grad(
+                lambda p: critic_loss(target_apply, critic_apply, support, p,
+                                      state.target_policy_params, state.target_critic_params,
+                                      batch)
+            )(state.critic_params)
+            p_loss, policy_grads = jax.value_and_grad(
+                lambda p: policy_loss(policy.apply, critic_apply, support,
+                                      self._config.dqda_clipping, p, state.critic_params, batch)
+            )(state.policy_params)
             critic_updates, critic_opt_state = self._critic_opt.update(
                 critic_grads, state.critic_opt_state
             )
@@ -155,7 +178,7 @@ class D4PGLearner:
                 policy_params, critic_params, target_policy, target_critic,
                 policy_opt_state, critic_opt_state, steps,
             )
-            return new_state, {"critic_loss": critic_loss, "policy_loss": policy_loss}
+            return new_state, {"critic_loss": c_loss, "policy_loss": p_loss}
 
         state, metrics = jax.lax.scan(one_step, state, batches)
         return state, jax.tree_util.tree_map(jnp.mean, metrics)
