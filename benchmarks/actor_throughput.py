@@ -1,7 +1,8 @@
 """Actor throughput per quantizer and runtime, measured the way a distributed run acts.
 
     python -m benchmarks.actor_throughput [--task=walker_stand] [--steps=2000]
-        [--quantizers=fp32,int8] [--runtime=xla,onnxruntime] [--hidden=2048,2048,2048]
+        [--quantizers=fp32,int8] [--runtime=xla,onnxruntime,onnxruntime_fused]
+        [--hidden=2048,2048,2048]
         [--pull_period=1000] [--republish_every_s=0.25] [--json_out=FILE]
 
 For each quantizer x runtime it spawns ONE actor process exactly as the local launcher does
@@ -15,8 +16,10 @@ steps) really fetches, deserializes and loads the package.
 Reported per configuration: env steps/s while acting (first action to last step), the runtime
 breakdown per step (inference / env / pull / deserialize / load, ms), bytes per pull, actor
 start-up (process start to first action) and the actor's peak RSS; then the int8/fp32 steps/s
-ratio per runtime. Configurations run one after another in one invocation: compare ratios
-within a run, absolute numbers drift with machine load.
+ratio per runtime, and for the fastest int8 vs the fastest fp32 configuration what bounds that
+ratio (:func:`ratio_bounds`: in-loop inference ratio vs package bytes ratio, effective weight
+stream GB/s, the rest of the step, and the ceilings those imply). Configurations run one after
+another in one invocation: compare ratios within a run, absolute numbers drift with machine load.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=2000, help="actor steps per configuration")
     p.add_argument("--quantizers", type=names, default=["fp32", "int8"])
     p.add_argument("--runtime", "--runtimes", dest="runtimes", type=names,
-                   default=["xla", "onnxruntime"])
+                   default=["xla", "onnxruntime", "onnxruntime_fused"])
     p.add_argument("--hidden", type=lambda s: tuple(int(v) for v in s.split(",") if v),
                    default=(2048, 2048, 2048), help="policy hidden sizes")
     p.add_argument("--pull_period", type=int, default=1000)
@@ -163,6 +166,52 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
     }
 
 
+def ratio_bounds(fp32: dict[str, Any], int8: dict[str, Any]) -> dict[str, float]:
+    """What limits the int8/fp32 steps/s ratio, from two :func:`measure` results.
+
+    A batch-1 forward pass reads every weight once, so inference streams the package's bytes
+    from memory each step. Returns (ms are per actor step):
+      ``ratio``: int8/fp32 steps/s as measured.
+      ``inference_ratio``: fp32/int8 inference ms in the loop; ``bytes_ratio``: fp32/int8
+        package bytes (the bound on ``inference_ratio`` when both stream at the same GB/s).
+      ``fp32_gbps``, ``int8_gbps``: package bytes / inference time (effective weight stream).
+      ``fp32_rest_ms``, ``int8_rest_ms``: step time not spent in inference (env, exploration,
+        adder, experience, timers).
+      ``ceiling_free_inference``: the ratio if int8 inference took no time at all.
+      ``ceiling_bytes``: the ratio if int8 inference took fp32's time / ``bytes_ratio``.
+    """
+    step = {q: 1000.0 / r["steps_per_s"] for q, r in (("fp32", fp32), ("int8", int8))}
+    inference = {q: r["inference_ms_per_step"] for q, r in (("fp32", fp32), ("int8", int8))}
+    rest = {q: step[q] - inference[q] for q in step}
+    bytes_ratio = fp32["package_bytes"] / int8["package_bytes"]
+    return {
+        "ratio": step["fp32"] / step["int8"],
+        "inference_ratio": inference["fp32"] / inference["int8"],
+        "bytes_ratio": bytes_ratio,
+        "fp32_gbps": fp32["package_bytes"] / inference["fp32"] / 1e6,
+        "int8_gbps": int8["package_bytes"] / inference["int8"] / 1e6,
+        "fp32_rest_ms": rest["fp32"],
+        "int8_rest_ms": rest["int8"],
+        "ceiling_free_inference": step["fp32"] / rest["int8"],
+        "ceiling_bytes": step["fp32"] / (inference["fp32"] / bytes_ratio + rest["int8"]),
+    }
+
+
+def print_ratio_bounds(fp32: dict[str, Any], int8: dict[str, Any]) -> None:
+    """Prints :func:`ratio_bounds` for the fastest fp32 and fastest int8 configuration."""
+    b = ratio_bounds(fp32, int8)
+    print(f"\nfastest int8 ({int8['runtime']}) / fastest fp32 ({fp32['runtime']}): "
+          f"{b['ratio']:.2f}x env steps/s")
+    print(f"  inference in the loop: fp32/int8 = {b['inference_ratio']:.2f}x "
+          f"(package bytes ratio {b['bytes_ratio']:.2f}x); weights stream at "
+          f"{b['fp32_gbps']:.1f} GB/s (fp32) and {b['int8_gbps']:.1f} GB/s (int8)")
+    print(f"  rest of the step (env, exploration, adder, experience): "
+          f"fp32 {b['fp32_rest_ms']:.3f} ms, int8 {b['int8_rest_ms']:.3f} ms")
+    print(f"  ceilings: {b['ceiling_bytes']:.2f}x if int8 inference were exactly "
+          f"{b['bytes_ratio']:.2f}x faster than fp32's, {b['ceiling_free_inference']:.2f}x if it "
+          f"took no time at all")
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**20:.2f} MiB"
 
@@ -188,7 +237,9 @@ def main(argv: list[str] | None = None) -> None:
             config = make_config(args.task, args.hidden, quantizer, runtime, args.steps,
                                  args.pull_period, args.seed)
             start = time.perf_counter()
-            results[(quantizer, runtime)] = measure(config, args.republish_every_s)
+            results[(quantizer, runtime)] = {
+                "quantizer": quantizer, "runtime": runtime,
+                **measure(config, args.republish_every_s)}
             print(f"  {quantizer}/{runtime}: done in {time.perf_counter() - start:.1f} s",
                   flush=True)
 
@@ -209,12 +260,17 @@ def main(argv: list[str] | None = None) -> None:
     print("(steady state after the first action; per-step ms = section time / actor steps; "
           f"pull/deserialize/load happen every {args.pull_period} steps)")
     print()
+    ok = {key: r for key, r in results.items() if "error" not in r}
     for runtime in runtimes:
-        fp32, int8 = results.get(("fp32", runtime)), results.get(("int8", runtime))
-        if fp32 and int8 and "error" not in fp32 and "error" not in int8:
+        fp32, int8 = ok.get(("fp32", runtime)), ok.get(("int8", runtime))
+        if fp32 and int8:
             print(f"{runtime}: int8/fp32 steps/s = {int8['steps_per_s'] / fp32['steps_per_s']:.2f}x"
                   f", fp32/int8 bytes per pull = "
                   f"{fp32['bytes_per_pull'] / int8['bytes_per_pull']:.2f}x")
+    best = {q: max((r for (quantizer, _), r in ok.items() if quantizer == q),
+                   key=lambda r: r["steps_per_s"], default=None) for q in ("fp32", "int8")}
+    if best["fp32"] and best["int8"]:
+        print_ratio_bounds(best["fp32"], best["int8"])
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({f"{q}/{r}": v for (q, r), v in results.items()}, f, indent=2)

@@ -24,7 +24,9 @@ hits all of them alike; compare ratios within one run.
   ``onnxruntime_fused`` runs ORT's ``DynamicQuantizeMatMul`` (per-tensor asymmetric activations)
   on the package's int8 weights, so its int8 diff is a real numerics difference, not rounding
   noise; the issue's bar is 1e-2 on tanh outputs, and rows above it are flagged. Packages it does
-  not fuse run the exact ``onnxruntime`` graph, so those rows are not timed twice.
+  not fuse run the exact ``onnxruntime`` graph, so those rows are not timed twice. Random
+  Gaussian inputs flatter ORT's per-tensor rounding, so the same difference is also measured at
+  batch 1 on real ``--diff_task`` observations (walker_stand: features spanning ~1e-2..4e1).
 * ``cpu/wall``: above 1 means the row used more than one core.
 
 By default the process is pinned to one CPU (``--cpu``), so a runtime that uses helper threads
@@ -79,6 +81,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--precisions", type=names, default=list(PRECISIONS))
     p.add_argument("--runtimes", type=names, default=list(RUNTIMES))
     p.add_argument("--no_anchors", action="store_true", help="skip the ORT-dynamic/torch rows")
+    p.add_argument("--diff_task", default="walker_stand",
+                   help="also measure batch-1 numerics on this task's real observations (when its "
+                        "observation/action sizes match --obs/--act; '' to skip)")
+    p.add_argument("--diff_observations", type=int, default=200)
     p.add_argument("--no_startup", action="store_true", help="skip the start-up subprocesses")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json_out", type=str, default="")
@@ -362,6 +368,8 @@ def main(argv=None) -> dict:
                 }
             )
 
+    task_diffs = task_numerics(args, runtimes, references)
+
     # New policy version, same shape: what an actor pays on every pull.
     reload = {}
     for (name, spec), runtime in runtimes.items():
@@ -398,6 +406,7 @@ def main(argv=None) -> dict:
         "versions": _versions(),
         "rows": rows,
         "reload_same_shape_s": reload,
+        "task_numerics": task_diffs,
         "startup": startup,
         "notes": notes,
         "wall_s": time.perf_counter() - t_start,
@@ -408,6 +417,69 @@ def main(argv=None) -> dict:
         Path(args.json_out).write_text(json.dumps(result, indent=2))
         print(f"\nwrote {args.json_out}")
     return result
+
+
+def task_observations(task: str, n: int, seed: int):
+    """``n`` observations of ``task`` under uniform random actions (varied states and scales)."""
+    import numpy as np
+
+    from actorq.envs import make_environment
+
+    env = make_environment(task, seed=seed)
+    spec = env.action_spec()
+    rng = np.random.default_rng(seed)
+    rows, timestep = [], env.reset()
+    while len(rows) < n:
+        rows.append(np.asarray(timestep.observation, np.float32).reshape(-1))
+        action = rng.uniform(spec.minimum, spec.maximum, spec.shape).astype(spec.dtype)
+        timestep = env.step(action)
+        if timestep.last():
+            timestep = env.reset()
+    return np.stack(rows)
+
+
+def task_numerics(args, runtimes: dict, references: dict) -> dict:
+    """Max / median abs difference from the reference forward, one observation per call (as an
+    actor calls), on real ``--diff_task`` observations, for each integer runtime row; plus the
+    reference int8's own distance from fp32 on the same observations for scale."""
+    import numpy as np
+
+    if not args.diff_task or args.diff_observations < 1:
+        return {}
+    obs = task_observations(args.diff_task, args.diff_observations, args.seed + 2)
+    if obs.shape[1] != args.obs:
+        return {"note": f"{args.diff_task} observations have {obs.shape[1]} features, the policy "
+                        f"takes {args.obs}: skipped"}
+    result: dict = {"task": args.diff_task, "observations": len(obs), "rows": {}}
+    for (name, spec), runtime in runtimes.items():
+        if not spec.startswith("int"):
+            continue
+        out = np.concatenate([runtime(row[None]) for row in obs])
+        gap = np.abs(out - np.asarray(references[spec](obs))).max(axis=1)
+        result["rows"][f"{name}/{spec}"] = {"max": float(gap.max()),
+                                            "median": float(np.median(gap))}
+    if "int8" in references and "fp32" in references:
+        gap = np.abs(np.asarray(references["int8"](obs)) - np.asarray(references["fp32"](obs)))
+        result["reference_int8_vs_fp32"] = {"max": float(gap.max(axis=1).max()),
+                                            "median": float(np.median(gap.max(axis=1)))}
+    return result
+
+
+def print_task_numerics(numerics: dict) -> None:
+    if not numerics:
+        return
+    if "note" in numerics:
+        print(f"\nnote: {numerics['note']}")
+        return
+    print(f"\nbatch-1 numerics on {numerics['observations']} real {numerics['task']} observations "
+          f"(max / median over observations of max|diff| vs the reference forward; bar "
+          f"{INT8_DIFF_BAR:g}):")
+    for key, gap in numerics["rows"].items():
+        flag = "ok" if gap["max"] < INT8_DIFF_BAR else "ABOVE BAR"
+        print(f"  {key:<24} {gap['max']:.1e} / {gap['median']:.1e}  {flag}")
+    if "reference_int8_vs_fp32" in numerics:
+        gap = numerics["reference_int8_vs_fp32"]
+        print(f"  {'(reference int8 vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
 
 
 def _versions() -> dict:
@@ -495,6 +567,7 @@ def print_report(result: dict) -> None:
         if batch_rows and batch_rows[0]["baseline"]:
             print(f"  (batch {batch}: speedup vs fastest fp32 = {batch_rows[0]['baseline']})")
     print_int8_summary(result)
+    print_task_numerics(result.get("task_numerics", {}))
     if result["reload_same_shape_s"]:
         print("\nload of a new int8 policy version (same shape), median of 5:")
         for name, seconds in result["reload_same_shape_s"].items():

@@ -292,6 +292,58 @@ def test_fused_runtime_is_close_to_the_reference_on_the_paper_policy(record_prop
     assert diffs[8] < FUSED_BAR and diffs[64] < FUSED_BAR, diffs  # measured 2-4e-3
 
 
+@functools.cache
+def walker_observations(n: int = 150, seed: int = 3) -> np.ndarray:
+    """Real walker_stand observations under random actions: varied poses and velocities, so
+    the features of one row span ~1e-2..4e1 (unlike :func:`gaussian_observations`)."""
+    from actorq.envs import make_environment
+
+    env = make_environment("walker_stand", seed=seed)
+    rng = np.random.default_rng(seed)
+    rows, timestep = [], env.reset()
+    while len(rows) < n:
+        rows.append(np.asarray(timestep.observation, np.float32))
+        timestep = env.step(rng.uniform(-1, 1, ACT).astype(np.float32))
+        if timestep.last():
+            timestep = env.reset()
+    return np.stack(rows)
+
+
+def _batch_1_outputs(runtime_name: str, package: q.PolicyPackage, obs: np.ndarray) -> np.ndarray:
+    """One call per observation, as an actor calls its runtime."""
+    runtime = make_policy_runtime(runtime_name)
+    runtime.load(package)
+    return np.concatenate([runtime(row[None]) for row in obs])
+
+
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_exact_runtimes_at_batch_1_match_the_reference_on_real_walker_observations(runtime_name):
+    args = ("int8", PAPER_POLICY_SIZES, 0, 0.1)
+    obs = walker_observations()
+    out = _batch_1_outputs(runtime_name, make_package(*args), obs)
+    assert np.abs(out - np.asarray(reference(*args)(obs))).max() < TOLERANCE["int8"]
+
+
+def test_fused_runtime_on_real_walker_observations_is_a_different_int8_policy(record_property):
+    """Measured: on real walker observations the fused runtime is ~1.5e-2 from the reference at
+    batch 1 (median ~3e-3), above the 1e-2 bar, which is why it is not the default. It is as far
+    from the reference as the reference int8 policy is from fp32: another int8 rounding of the
+    same network, not a broken one."""
+    args = ("int8", PAPER_POLICY_SIZES, 0, 0.1)
+    obs = walker_observations()
+    reference_int8 = np.asarray(reference(*args)(obs))
+    fp32 = np.asarray(reference("fp32", *args[1:])(obs))
+    fused = _batch_1_outputs(FUSED, make_package(*args), obs)
+    fused_gap = float(np.abs(fused - reference_int8).max())
+    int8_gap = float(np.abs(reference_int8 - fp32).max())
+    record_property("fused_vs_reference_int8", fused_gap)
+    record_property("reference_int8_vs_fp32", int8_gap)
+    print(f"\nbatch 1, walker observations: fused vs reference int8 {fused_gap:.1e}, "
+          f"reference int8 vs fp32 {int8_gap:.1e}")
+    assert fused_gap < 2 * int8_gap
+    assert float(np.abs(fused - fp32).max()) < 2 * int8_gap
+
+
 def test_fused_runtime_is_not_the_reference_for_rows_of_very_different_scales():
     """One scale per batch: rows 1e4x apart in magnitude lose the reference's per-row precision.
     The runtime still computes ORT's numerics exactly (the twin); the reference gap is large."""
