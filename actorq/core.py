@@ -19,16 +19,22 @@ class Actor(Protocol):
         """Returns the action for one observation (exploration included)."""
         ...
 
-    def observe_first(self, timestep: dm_env.TimeStep) -> None:
-        """Records the first timestep of an episode."""
+    def select_actions(self, observations: np.ndarray) -> np.ndarray:
+        """Returns actions ``[k, ...]`` for observations ``[k, ...]`` of k environments."""
         ...
 
-    def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep) -> None:
-        """Records an action and the timestep it produced."""
+    def observe_first(self, timestep: dm_env.TimeStep, env_index: int = 0) -> None:
+        """Records the first timestep of an episode of environment ``env_index``."""
         ...
 
-    def update(self, wait: bool = False) -> None:
-        """Pulls a newer policy if one is due (``wait`` forces a pull now)."""
+    def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep,
+                env_index: int = 0) -> None:
+        """Records an action and the timestep it produced in environment ``env_index``."""
+        ...
+
+    def update(self, wait: bool = False, steps: int = 1) -> None:
+        """Counts ``steps`` environment steps; pulls a newer policy if one is due (``wait``
+        forces a pull now)."""
         ...
 
 

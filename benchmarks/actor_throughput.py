@@ -47,13 +47,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pull_period", type=int, default=1000)
     p.add_argument("--republish_every_s", type=float, default=0.25,
                    help="republish the package under a new version this often (0: never)")
+    p.add_argument("--envs_per_actor", type=int, default=1,
+                   help="environments per actor, stepped with one batched policy call")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json_out", default="", help="also write the results as JSON here")
     return p.parse_args(argv)
 
 
 def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str, steps: int,
-                pull_period: int, seed: int) -> Any:
+                pull_period: int, seed: int, envs_per_actor: int = 1) -> Any:
     """The experiment config of ``task``'s preset (D4PG for DMC, DQN for Gym tasks)."""
     from configs import d4pg_actorq, dqn_actorq
 
@@ -71,6 +73,7 @@ def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str
     config.max_actor_steps = steps
     config.pull_period = pull_period
     config.num_actors = 1
+    config.envs_per_actor = envs_per_actor
     config.seed = seed
     config.launcher = "local"
     return config
@@ -230,12 +233,13 @@ def main(argv: list[str] | None = None) -> None:
     print(f"actor throughput: task={args.task} policy hidden={'x'.join(map(str, args.hidden))} "
           f"steps={args.steps} pull_period={args.pull_period} "
           f"republish every {args.republish_every_s} s, one single-threaded actor process "
+          f"with {args.envs_per_actor} environment(s) "
           f"(cpu: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})")
     results: dict[tuple[str, str], dict[str, Any]] = {}
     for runtime in runtimes:
         for quantizer in args.quantizers:
             config = make_config(args.task, args.hidden, quantizer, runtime, args.steps,
-                                 args.pull_period, args.seed)
+                                 args.pull_period, args.seed, args.envs_per_actor)
             start = time.perf_counter()
             results[(quantizer, runtime)] = {
                 "quantizer": quantizer, "runtime": runtime,

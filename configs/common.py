@@ -23,6 +23,10 @@ def base_config(
     # (debugging and quick runs; the _small presets use it).
     config.launcher = "local"
     config.num_actors = 4
+    # Environments per actor, stepped together with one batched policy call (the paper: 1).
+    # More environments raise each actor's env steps/s for both precisions but shrink the
+    # int8/fp32 ratio (benchmarks/envs_per_actor.py); pull_period and budgets count env steps.
+    config.envs_per_actor = 1
     config.ray_address = ""
     # Distributed runs: the learner publishes a new package every publish_period learner steps
     # (0 = whenever it is stale, spending at most ~10% of learner time quantizing); actors send

@@ -18,8 +18,11 @@ def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> d
     from actorq.quantization import make_quantizer
     from actorq.runtime.policy_runtime import make_policy_runtime
 
+    from launchpad_programs.nodes import envs_per_actor
+
     make_quantizer(config.quantizer)  # fail fast on a bad spec, before creating the run dir
     make_policy_runtime(config.actor_runtime)
+    envs_per_actor(config)
     distributed = config.launcher != "single" and config.num_actors > 0
     if distributed:
         from launchpad_programs.distributed import check_launcher

@@ -156,17 +156,18 @@ def _run_actor(spec: ChildSpec) -> None:
     _CHILD_STATE["running"] = True
     last_report = time.perf_counter()
     while not _CHILD_STATE["stop"] and control[STOP] == 0:
-        if base + int(slots.sum()) >= max_steps:
+        remaining = max_steps - (base + int(slots.sum()))
+        if remaining <= 0:
             break
-        result = worker.step()
-        control[slot] += 1
-        if worker.steps == 1:
+        taken, results = worker.step(max_transitions=remaining)
+        control[slot] += taken
+        if worker.calls == 1:
             # The breakdown so far (first pull, load, compilation) lets a reader separate
             # start-up from steady-state acting.
             conn.send(("ready", node, {"startup_s": worker.first_action_time - spec.spawn_time,
                                        "pid": os.getpid(), "incarnation": spec.incarnation,
                                        "first_step": worker.report()}))
-        if result is not None:
+        for result in results:
             conn.send(("episode", node, {
                 "actor_steps": base + int(slots.sum()),
                 "actor": spec.index,
@@ -177,7 +178,7 @@ def _run_actor(spec: ChildSpec) -> None:
                 "episode_length": result.episode_length,
                 "policy_version": worker.policy_version,
             }))
-        if worker.steps % 16 == 0 and time.perf_counter() - last_report >= REPORT_EVERY_S:
+        if worker.calls % 16 == 0 and time.perf_counter() - last_report >= REPORT_EVERY_S:
             last_report = time.perf_counter()
             report()
             if os.getppid() != spec.parent_pid:

@@ -29,6 +29,7 @@ from actorq.runtime.variable_client import VariableClient
 
 EVAL_SEED_OFFSET = 10_000
 ACTOR_SEED_STRIDE = 1_000
+ENV_SEED_STRIDE = 104_729  # a prime: an actor's environments j > 0 stay off other actors' seeds
 
 
 def make_builder_for(config: ml_collections.ConfigDict) -> Any:
@@ -111,7 +112,8 @@ def make_actor(
     step_offset: int = 0,
     exploration_steps_done: int = 0,
 ) -> tuple[FeedForwardActor, VariableClient]:
-    """Actor ``actor_index``: its own runtime, variable client, exploration and n-step adder.
+    """Actor ``actor_index``: its own runtime, variable client, exploration and one n-step adder
+    per environment (``envs_per_actor``).
 
     ``exploration_steps_done``: steps this actor already took (a restarted actor process)
     so its exploration schedule (e.g. epsilon decay) continues instead of starting over.
@@ -131,15 +133,26 @@ def make_actor(
         def exploration(outputs: np.ndarray, step: int) -> np.ndarray:
             return base_exploration(outputs, step + done)
 
-    adder = NStepTransitionAdder(emit, builder.n_step, builder.discount)
-    return FeedForwardActor(runtime, client, exploration, adder, breakdown), client
+    adders = [NStepTransitionAdder(emit, builder.n_step, builder.discount)
+              for _ in range(envs_per_actor(config))]
+    return FeedForwardActor(runtime, client, exploration, adders, breakdown), client
 
 
-def actor_environment(config: ml_collections.ConfigDict, actor_index: int, step_offset: int = 0):
-    """Actor ``i``'s environment, seeded apart from the others and from evaluation."""
-    return make_environment(
-        config.task, seed=config.seed * 7919 + actor_index * ACTOR_SEED_STRIDE + step_offset + 1
-    )
+def envs_per_actor(config: ml_collections.ConfigDict) -> int:
+    """``config.envs_per_actor`` (1 when absent), validated."""
+    k = config.get("envs_per_actor", 1)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"envs_per_actor must be an integer >= 1, got {k!r}")
+    return k
+
+
+def actor_environments(config: ml_collections.ConfigDict, actor_index: int,
+                       step_offset: int = 0) -> list[Any]:
+    """Actor ``i``'s ``envs_per_actor`` environments, seeded apart from each other, from the
+    other actors and from evaluation."""
+    base = config.seed * 7919 + actor_index * ACTOR_SEED_STRIDE + step_offset + 1
+    return [make_environment(config.task, seed=base + j * ENV_SEED_STRIDE)
+            for j in range(envs_per_actor(config))]
 
 
 class Evaluator:

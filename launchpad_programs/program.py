@@ -118,6 +118,14 @@ def publish_policy(config: ml_collections.ConfigDict) -> str:
     return "whenever stale, at most ~10% of learner time spent quantizing (publish_period=0)"
 
 
+def envs_label(config: ml_collections.ConfigDict) -> str:
+    """``"4 x "`` for an actor with 4 environments, ``""`` for the paper's one."""
+    from launchpad_programs.nodes import envs_per_actor
+
+    k = envs_per_actor(config)
+    return f"{k} x " if k > 1 else ""
+
+
 def make_program(config: ml_collections.ConfigDict, builder: Any | None = None) -> Program:
     """The program graph for ``config`` (agent, task, quantizer and num_actors from it)."""
     from launchpad_programs import nodes as node_lib
@@ -155,7 +163,8 @@ def make_program(config: ml_collections.ConfigDict, builder: Any | None = None) 
     for i in range(num_actors):
         nodes.append(Node(
             f"actor_{i}", "actor",
-            f"FeedForwardActor on {config.task} ({config.actor_runtime} runtime, "
+            f"FeedForwardActor on {envs_label(config)}{config.task} "
+            f"({config.actor_runtime} runtime, "
             f"{config.quantizer} package, exploration {i}/{num_actors}), pulls every "
             f"{config.pull_period} steps, {builder.n_step}-step adder, chunks of {chunk_size}",
             process=f"actor_{i}", index=i,

@@ -207,14 +207,14 @@ class ActorNode:
                         control.claim.remote(index, CLAIM_BLOCK))
                     if granted == 0:
                         break
-                result = worker.step()
-                granted -= 1
-                if worker.steps == 1:
+                taken, results = worker.step(max_transitions=granted)
+                granted -= taken
+                if worker.calls == 1:
                     self._send(("ready", node, {
                         "startup_s": worker.first_action_time - spawn_time,
                         "pid": os.getpid(), "incarnation": incarnation,
                         "first_step": worker.report()}))
-                if result is not None:
+                for result in results:
                     self._send(("episode", node, {
                         "actor_steps": claimed - granted,
                         "actor": index,
@@ -225,7 +225,7 @@ class ActorNode:
                         "episode_length": result.episode_length,
                         "policy_version": worker.policy_version,
                     }))
-                if worker.steps % 16 == 0 and time.perf_counter() - last_report >= 1.0:
+                if worker.calls % 16 == 0 and time.perf_counter() - last_report >= 1.0:
                     last_report = time.perf_counter()
                     report()
             if granted:

@@ -25,6 +25,11 @@ from launchpad_programs.driver import StopRequested, raise_stop_requested
 from launchpad_programs.run_directory import RunDirectory
 
 
+def crossed(before: int, after: int, every: int) -> bool:
+    """Whether the step count passed a multiple of ``every`` going from ``before`` to ``after``."""
+    return after // every > before // every
+
+
 def run_single_process(
     config: ml_collections.ConfigDict, run_dir: RunDirectory, resume: bool = False
 ) -> dict[str, Any]:
@@ -50,7 +55,7 @@ def run_single_process(
     actor, client = nodes.make_actor(
         config, builder, source, 0, 1, table.insert, breakdown, counters["actor_steps"]
     )
-    environment = nodes.actor_environment(config, 0, counters["actor_steps"])
+    environments = nodes.actor_environments(config, 0, counters["actor_steps"])
     evaluator = nodes.Evaluator(config, builder)
     actor_log = run_dir.logger("actor")
     learner_log = run_dir.logger("learner")
@@ -84,7 +89,7 @@ def run_single_process(
             "policy_version": client.version,
         })
 
-    loop = EnvironmentLoop(environment, actor, breakdown, on_episode)
+    loop = EnvironmentLoop(environments, actor, breakdown, on_episode)
 
     def run_eval() -> None:
         nonlocal eval_seconds, last_eval
@@ -119,10 +124,13 @@ def run_single_process(
         if counters["actor_steps"] == 0:
             run_eval()
         while counters["actor_steps"] < config.max_actor_steps:
-            loop.step()
-            counters["actor_steps"] += 1
+            before = loop.steps
+            loop.step(max_transitions=config.max_actor_steps - counters["actor_steps"])
+            taken = loop.steps - before
+            previous_steps = counters["actor_steps"]
+            counters["actor_steps"] += taken
             if table.size >= config.replay.min_size:
-                counters["learner_credit"] += calls_per_step
+                counters["learner_credit"] += calls_per_step * taken
                 batch_items = learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
                 while counters["learner_credit"] >= 1.0 and table.can_sample(batch_items):
                     learner_metrics = learner.step()
@@ -136,11 +144,13 @@ def run_single_process(
                                    "wall_time_s": wall_time(), "replay_size": table.size,
                                    "policy_lag": learner.steps - client.version,
                                    **learner_metrics})
-            if steps % config.eval_every_steps == 0 or steps == config.max_actor_steps:
+            # With several environments per actor a step can jump over a multiple.
+            if (crossed(previous_steps, steps, config.eval_every_steps)
+                    or steps == config.max_actor_steps):
                 run_eval()
-            if steps % config.checkpoint_every_steps == 0:
+            if crossed(previous_steps, steps, config.checkpoint_every_steps):
                 save_checkpoint()
-            progress.update(1, ret=f"{last_return:.1f}", eval=f"{last_eval:.1f}")
+            progress.update(taken, ret=f"{last_return:.1f}", eval=f"{last_eval:.1f}")
     except (KeyboardInterrupt, StopRequested):
         interrupted = True
         logging.warning("interrupted at actor step %d: saving a checkpoint and stopping",

@@ -110,7 +110,8 @@ class ChunkBuffer:
 
 
 class ActorWorker:
-    """One actor node: FeedForwardActor + environment loop + chunked experience.
+    """One actor node: FeedForwardActor + environment loop (``envs_per_actor`` environments) +
+    chunked experience.
 
     Args:
       config: the experiment config.
@@ -150,18 +151,25 @@ class ActorWorker:
             config, builder, source, index, num_actors, self.chunks.add, self.breakdown,
             seed_offset, exploration_steps_done,
         )
-        self.environment = nodes.actor_environment(config, index, seed_offset)
-        self.loop = EnvironmentLoop(self.environment, self.actor, self.breakdown, on_episode)
+        self.environments = nodes.actor_environments(config, index, seed_offset)
+        self.loop = EnvironmentLoop(self.environments, self.actor, self.breakdown, on_episode)
         self.steps = 0
+        self.calls = 0
         self.first_action_time: float | None = None
 
-    def step(self) -> Any:
-        """One environment step; returns the finished EpisodeResult or None."""
-        result = self.loop.step()
-        self.steps += 1
+    def step(self, max_transitions: int | None = None) -> tuple[int, list[Any]]:
+        """One step of each of the actor's environments (at most ``max_transitions`` of them).
+
+        Returns ``(environment steps taken, finished EpisodeResults)``.
+        """
+        before = self.loop.steps
+        results = self.loop.step(max_transitions)
+        taken = self.loop.steps - before
+        self.steps += taken
+        self.calls += 1
         if self.first_action_time is None:
             self.first_action_time = time.time()
-        return result
+        return taken, results
 
     @property
     def policy_version(self) -> int:
@@ -181,9 +189,10 @@ class ActorWorker:
 
     def close(self) -> None:
         self.chunks.flush()
-        close = getattr(self.environment, "close", None)
-        if close is not None:
-            close()
+        for environment in self.environments:
+            close = getattr(environment, "close", None)
+            if close is not None:
+                close()
 
 
 def eval_row(actor_steps: int, learner_steps: int, wall_time_s: float, version: int,

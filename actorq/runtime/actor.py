@@ -1,8 +1,8 @@
-"""A feed-forward actor: quantized policy runtime + exploration + adder."""
+"""A feed-forward actor: quantized policy runtime + exploration + one adder per environment."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import dm_env
 import numpy as np
@@ -19,8 +19,10 @@ Exploration = Callable[[np.ndarray, int], np.ndarray]
 class FeedForwardActor:
     """Runs the loaded policy package; explores; writes n-step transitions.
 
-    Every transition carries the ``policy_version`` it was collected with so the learner side
-    can measure policy lag.
+    It can act for several environments at once (``envs_per_actor``): one policy call on the
+    stacked observations, one n-step adder per environment (``env_index`` picks it). Every
+    transition carries the ``policy_version`` it was collected with so the learner side can
+    measure policy lag.
     """
 
     def __init__(
@@ -28,13 +30,13 @@ class FeedForwardActor:
         runtime: PolicyRuntime,
         client: VariableClient,
         exploration: Exploration,
-        adder: NStepTransitionAdder | None = None,
+        adders: Sequence[NStepTransitionAdder] = (),
         breakdown: RuntimeBreakdown | None = None,
     ) -> None:
         self._runtime = runtime
         self._client = client
         self._exploration = exploration
-        self._adder = adder
+        self._adders = list(adders)
         self._breakdown = breakdown if breakdown is not None else RuntimeBreakdown()
         self._steps = 0
 
@@ -42,27 +44,34 @@ class FeedForwardActor:
     def policy_version(self) -> int:
         return self._client.version
 
-    def select_action(self, observation: np.ndarray) -> np.ndarray:
+    def select_actions(self, observations: np.ndarray) -> np.ndarray:
+        """Actions for a batch of observations ``[k, ...]`` (one per environment), in one call."""
         if not self._client.has_policy:
             self._client.update(wait=True)
             if not self._client.has_policy:
                 raise RuntimeError("no policy has been published yet")
+        batch = observations.reshape(observations.shape[0], -1)
         with self._breakdown.time("inference"):
-            outputs = self._runtime(observation[None].astype(np.float32, copy=False))
-        action = self._exploration(outputs, self._steps)[0]
-        self._steps += 1
-        return action
+            outputs = self._runtime(batch.astype(np.float32, copy=False))
+        # The exploration schedule (e.g. epsilon decay) counts environment steps.
+        actions = self._exploration(outputs, self._steps)
+        self._steps += len(batch)
+        return actions
 
-    def observe_first(self, timestep: dm_env.TimeStep) -> None:
-        if self._adder is not None:
-            self._adder.add_first(timestep)
+    def select_action(self, observation: np.ndarray) -> np.ndarray:
+        return self.select_actions(observation[None])[0]
 
-    def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep) -> None:
-        if self._adder is not None:
+    def observe_first(self, timestep: dm_env.TimeStep, env_index: int = 0) -> None:
+        if self._adders:
+            self._adders[env_index].add_first(timestep)
+
+    def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep,
+                env_index: int = 0) -> None:
+        if self._adders:
             extras: Mapping[str, np.ndarray] = {
                 "policy_version": np.asarray(self._client.version, np.int32)
             }
-            self._adder.add(action, next_timestep, extras=extras)
+            self._adders[env_index].add(action, next_timestep, extras=extras)
 
-    def update(self, wait: bool = False) -> None:
-        self._client.update(wait=wait)
+    def update(self, wait: bool = False, steps: int = 1) -> None:
+        self._client.update(wait=wait, steps=steps)

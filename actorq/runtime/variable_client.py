@@ -11,9 +11,10 @@ from actorq.runtime.policy_runtime import PolicyRuntime
 class VariableClient:
     """Keeps ``runtime`` loaded with a recent policy from ``source``.
 
-    Pulls are synchronous, as in the paper: every ``pull_period`` calls to :meth:`update` the
-    client fetches the newest package bytes (``pull``), unpacks them (``deserialize``) and loads
-    them into the runtime (``load``); each is timed in ``breakdown`` with the bytes moved.
+    Pulls are synchronous, as in the paper: every ``pull_period`` actor steps counted by
+    :meth:`update` the client fetches the newest package bytes (``pull``), unpacks them
+    (``deserialize``) and loads them into the runtime (``load``); each is timed in
+    ``breakdown`` with the bytes moved.
     """
 
     def __init__(
@@ -31,7 +32,7 @@ class VariableClient:
         self._pull_period = pull_period
         self._breakdown = breakdown if breakdown is not None else RuntimeBreakdown()
         self._expected_shape = expected_shape
-        self._calls = 0
+        self._steps = 0
         self.version = -1
         self.num_pulls = 0
         self.package: PolicyPackage | None = None
@@ -40,10 +41,14 @@ class VariableClient:
     def has_policy(self) -> bool:
         return self.package is not None
 
-    def update(self, wait: bool = False) -> bool:
-        """Counts one actor step; pulls when due (or when ``wait``). Returns whether it loaded."""
-        self._calls += 1
-        if not wait and self.has_policy and self._calls % self._pull_period != 0:
+    def update(self, wait: bool = False, steps: int = 1) -> bool:
+        """Counts ``steps`` actor steps (an actor with k environments takes k per call); pulls
+        when that crosses a multiple of ``pull_period`` (or when ``wait``). Returns whether it
+        loaded a new package."""
+        before = self._steps
+        self._steps += steps
+        due = self._steps // self._pull_period > before // self._pull_period
+        if not wait and self.has_policy and not due:
             return False
         return self.pull()
 

@@ -1,0 +1,91 @@
+"""The benchmarks' own logic: ratio bounds, the envs-per-actor loop and real-observation numerics.
+
+Timings are never asserted (benchmarks print measured ratios); these check that what the
+benchmarks compute from their measurements is right and that they run end to end on tiny policies.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks import actor_throughput, envs_per_actor, policy_inference
+
+
+def _result(steps_per_s: float, inference_ms: float, package_bytes: int) -> dict:
+    return {"steps_per_s": steps_per_s, "inference_ms_per_step": inference_ms,
+            "package_bytes": package_bytes}
+
+
+def test_ratio_bounds_decompose_the_step():
+    # fp32: 4 ms/step of which 3.2 ms inference; int8: 1.25 ms/step of which 0.8 ms inference.
+    fp32, int8 = _result(250.0, 3.2, 32_000_000), _result(800.0, 0.8, 8_000_000)
+    b = actor_throughput.ratio_bounds(fp32, int8)
+    assert b["ratio"] == pytest.approx(3.2)
+    assert b["inference_ratio"] == pytest.approx(4.0)
+    assert b["bytes_ratio"] == pytest.approx(4.0)
+    assert b["fp32_gbps"] == pytest.approx(10.0) and b["int8_gbps"] == pytest.approx(10.0)
+    assert b["fp32_rest_ms"] == pytest.approx(0.8) and b["int8_rest_ms"] == pytest.approx(0.45)
+    assert b["ceiling_free_inference"] == pytest.approx(4.0 / 0.45)
+    assert b["ceiling_bytes"] == pytest.approx(4.0 / (0.8 + 0.45))
+    # With any time outside inference, the ratio stays below the inference ratio.
+    assert b["ratio"] < b["inference_ratio"]
+
+
+def test_envs_per_actor_loop_counts_every_environment_step():
+    from actorq.envs import make_environment
+    from actorq.envs.batched import BatchedEnvironment
+
+    class CountingPolicy:
+        def __init__(self) -> None:
+            self.rows: list[int] = []
+
+        def __call__(self, observations: np.ndarray) -> np.ndarray:
+            self.rows.append(observations.shape[0])
+            return np.zeros((observations.shape[0], 1), np.float32)
+
+    env = BatchedEnvironment([make_environment("cartpole_balance", seed=i) for i in range(3)])
+    policy = CountingPolicy()
+    r = envs_per_actor.run_loop(env, policy, steps=30, sigma=0.1, seed=0)
+    # 3 warm-up calls, then 30 // 3 = 10 batched calls of 3 rows each.
+    assert policy.rows == [3] * 13
+    assert r["env_steps_per_s"] > 0 and r["ms_per_env_step"] > 0
+    assert r["inference_ms_per_env_step"] == pytest.approx(r["ms_per_call"] / 3)
+
+
+def test_envs_per_actor_runs_end_to_end(capsys, tmp_path, monkeypatch):
+    import os
+
+    for var in ("XLA_FLAGS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.setenv(var, os.environ.get(var, ""))  # main() sets them; restored after
+    out = tmp_path / "epa.json"
+    envs_per_actor.main(["--task=cartpole_balance", "--envs=1,2", "--hidden=32,32", "--steps=40",
+                         "--repeats=1", "--cpu=-1", f"--json_out={out}"])
+    text = capsys.readouterr().out
+    assert "envs/actor 2: int8/fp32 env steps/s" in text
+    import json
+
+    rows = json.loads(out.read_text())
+    assert set(rows) == {"1/fp32", "1/int8", "2/fp32", "2/int8"}
+
+
+def test_task_numerics_flags_runtimes_against_the_reference():
+    """The real-observation numerics section: exact runtimes sit at ~0, and the reference int8's
+    distance from fp32 is reported for scale."""
+    import actorq.quantization as q
+    from actorq.runtime.policy_runtime import make_policy_runtime
+
+    args = policy_inference.parse_args(["--hidden=32", "--layers=2", "--obs=24", "--act=6",
+                                        "--diff_observations=20"])
+    net, params = policy_inference.make_params(args)
+    packages = {spec: q.make_quantizer(spec).quantize(params, net, 1) for spec in ("fp32", "int8")}
+    references = {spec: q.make_reference_forward(p) for spec, p in packages.items()}
+    runtime = make_policy_runtime("onnxruntime")
+    runtime.load(packages["int8"])
+    result = policy_inference.task_numerics(args, {("onnxruntime", "int8"): runtime}, references)
+    assert result["task"] == "walker_stand" and result["observations"] == 20
+    assert result["rows"]["onnxruntime/int8"]["max"] < policy_inference.INT8_DIFF_BAR
+    assert result["reference_int8_vs_fp32"]["max"] > 0  # int8 really is a different network
+    # A policy whose input size does not match the task is skipped, with a note.
+    args.obs = 5
+    assert "note" in policy_inference.task_numerics(args, {}, references)
