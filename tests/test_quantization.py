@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import zlib
 
 import flax.linen as nn
 import jax
@@ -53,6 +54,73 @@ def test_int8_package_is_at_least_3_9x_smaller(paper_policy):
     fp32 = len(q.make_quantizer("fp32").quantize(params, net, 0).to_bytes())
     int8 = len(q.make_quantizer("int8").quantize(params, net, 0).to_bytes())
     assert fp32 / int8 >= 3.9
+
+
+def test_low_bit_packages_are_bit_packed(paper_policy):
+    """int<b> kernels travel at b bits per weight: bytes shrink with the bit width."""
+    net, params, _ = paper_policy
+    size = {spec: len(q.make_quantizer(spec).quantize(params, net, 0).to_bytes())
+            for spec in ("fp32", "int8", "int6", "int4", "int2")}
+    # Kernels are ~99.7% of the bytes; biases and scales stay float32.
+    for spec, bits in (("int6", 6), ("int4", 4), ("int2", 2)):
+        assert size[spec] / size["int8"] == pytest.approx(bits / 8, abs=0.01), size
+    assert size["fp32"] / size["int4"] >= 7.8
+
+
+@pytest.mark.parametrize("bits", range(2, 8))
+@pytest.mark.parametrize("count", [1, 7, 8, 9, 1001])
+def test_pack_bits_round_trips_every_value(bits, count):
+    from actorq.quantization.package import pack_bits, packed_nbytes, stored_bits, unpack_bits
+
+    limit = 2 ** (bits - 1) - 1
+    values = np.resize(np.arange(-limit, limit + 1, dtype=np.int8), count)  # every value
+    np.random.default_rng(bits).shuffle(values)
+    packed = pack_bits(values, bits)
+    assert len(packed) == packed_nbytes(count, bits) == -(-count // 8) * bits
+    np.testing.assert_array_equal(unpack_bits(packed, count, bits), values)
+    if count > 2 * limit:  # the extremes are present
+        assert stored_bits(values) == bits
+
+
+def test_stored_bits_edges():
+    from actorq.quantization.package import stored_bits
+
+    assert stored_bits(np.zeros(5, np.int8)) == 2
+    assert stored_bits(np.array([1, -1], np.int8)) == 2
+    assert stored_bits(np.array([7, -3], np.int8)) == 4
+    assert stored_bits(np.array([8], np.int8)) == 5
+    assert stored_bits(np.array([127], np.int8)) == 8
+    assert stored_bits(np.array([-128], np.int8)) == 8  # outside the symmetric range: unpacked
+
+
+def test_bad_bit_width_or_packed_size_is_a_package_error(monkeypatch):
+    import msgpack
+
+    from actorq.quantization import package as package_lib
+
+    kernel = np.array([[3, -3], [1, 0]], np.int8)
+    layer = q.DenseParams(kernel, np.zeros(2, np.float32), np.ones(2, np.float32))
+    package = q.PolicyPackage("int3", 1, (layer,), activation_bits=3)
+    data = package.to_bytes()
+    assert q.PolicyPackage.from_bytes(data).layers[0].kernel.tolist() == kernel.tolist()
+
+    def with_header(edit) -> bytes:
+        (n,) = np.frombuffer(data[4:8], "<u4")
+        header = msgpack.unpackb(data[8:8 + n])
+        edit(header["layers"][0]["kernel"])
+        new = msgpack.packb(header)
+        body = data[:4] + np.uint32(len(new)).tobytes() + new + data[8 + n:-4]
+        return body + np.uint32(zlib.crc32(body)).tobytes()
+
+    for edit in (lambda m: m.update(bits=9), lambda m: m.update(bits=1),
+                 lambda m: m.update(nbytes=m["nbytes"] + 1), lambda m: m.update(shape=[4, 4])):
+        with pytest.raises(q.PackageError):
+            q.PolicyPackage.from_bytes(with_header(edit))
+    # Format-1 packages (unpacked int8 kernels) still load.
+    monkeypatch.setattr(package_lib, "FORMAT_VERSION", 1)
+    monkeypatch.setattr(package_lib, "stored_bits", lambda values: 8)
+    old = package.to_bytes()
+    assert q.PolicyPackage.from_bytes(old).layers[0].kernel.tolist() == kernel.tolist()
 
 
 def test_error_vs_fp32_is_small_and_ordered(paper_policy):

@@ -5,8 +5,10 @@ One self-describing byte buffer::
     b"AQPK" | u32 header length | msgpack header | array payload | u32 crc32(all before)
 
 The header names the quantizer, the policy version, the activations and, per dense layer, the
-dtype/shape/offset of each array. Integer kernels travel as int8 with one float32 scale per
-output channel, so an int8 package is ~4x smaller than fp32. No pickle: plain bytes + msgpack.
+dtype/shape/offset of each array. Integer kernels carry one float32 scale per output channel and
+travel bit-packed at the fewest bits that hold their values (b bits for values in
+``[-(2**(b-1) - 1), 2**(b-1) - 1]``, b = 2..8; losslessly unpacked to int8 on arrival). So an int8
+package is ~4x smaller than fp32, an int4 one ~8x. No pickle: plain bytes + msgpack.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import msgpack
 import numpy as np
 
 MAGIC = b"AQPK"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: integer kernels bit-packed ("bits" in their array entry)
+READABLE_FORMATS = (1, 2)
 _DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
@@ -109,13 +112,17 @@ class PolicyPackage:
                 if array is None:
                     continue
                 array = np.ascontiguousarray(array)
-                entry[field] = {
-                    "dtype": _dtype_name(array.dtype),
-                    "shape": list(array.shape),
-                    "offset": len(payload),
-                    "nbytes": array.nbytes,
-                }
-                payload += array.tobytes()
+                meta = {"dtype": _dtype_name(array.dtype), "shape": list(array.shape),
+                        "offset": len(payload)}
+                data = array.tobytes()
+                if array.dtype == np.int8:
+                    bits = stored_bits(array)
+                    if bits < 8:
+                        data = pack_bits(array, bits)
+                        meta["bits"] = bits
+                meta["nbytes"] = len(data)
+                entry[field] = meta
+                payload += data
             layer_headers.append(entry)
         header = msgpack.packb(
             {
@@ -143,7 +150,7 @@ class PolicyPackage:
         (header_len,) = struct.unpack("<I", body[4:8])
         try:
             header = msgpack.unpackb(body[8 : 8 + header_len])
-            if header["format"] != FORMAT_VERSION:
+            if header["format"] not in READABLE_FORMATS:
                 raise PackageError(f"unsupported package format {header['format']}")
             payload = memoryview(body)[8 + header_len :]
             layers = []
@@ -179,10 +186,71 @@ def _read_array(payload: memoryview, meta: dict) -> np.ndarray:
         raise PackageError(f"unknown dtype {meta['dtype']!r} in policy package")
     start, nbytes = meta["offset"], meta["nbytes"]
     shape = tuple(meta["shape"])
-    if start + nbytes > len(payload) or nbytes != int(np.prod(shape)) * dtype.itemsize:
+    count = int(np.prod(shape))
+    bits = meta.get("bits")
+    if bits is not None:
+        if dtype != np.int8 or not isinstance(bits, int) or not 2 <= bits <= 7:
+            raise PackageError(f"bad bit width {bits!r} for a {meta['dtype']} array")
+        expected = packed_nbytes(count, bits)
+    else:
+        expected = count * dtype.itemsize
+    if start + nbytes > len(payload) or nbytes != expected:
         raise PackageError("policy package payload is truncated or inconsistent with its header")
+    if bits is not None:
+        return unpack_bits(payload[start : start + nbytes], count, bits).reshape(shape)
     # Copy so the array owns its memory (the buffer may be a shared-memory view).
     return np.frombuffer(payload[start : start + nbytes], dtype=dtype).reshape(shape).copy()
+
+
+def stored_bits(values: np.ndarray) -> int:
+    """The fewest bits b (2..8) whose symmetric range ``+-(2**(b-1) - 1)`` holds ``values``.
+
+    -128 needs the full int8 range, so it reports 8 (stored unpacked)."""
+    if values.size == 0:
+        return 8
+    low, high = int(values.min()), int(values.max())
+    if low == -128:
+        return 8
+    return max(2, max(abs(low), abs(high)).bit_length() + 1)
+
+
+def packed_nbytes(count: int, bits: int) -> int:
+    """Bytes of ``count`` values packed at ``bits`` bits (groups of 8 values -> ``bits`` bytes)."""
+    return -(-count // 8) * bits
+
+
+def pack_bits(values: np.ndarray, bits: int) -> bytes:
+    """Packs int8 ``values`` in ``+-(2**(bits-1) - 1)`` at ``bits`` bits each (2 <= bits <= 7).
+
+    Each group of 8 values (offset to unsigned) fills the low ``8 * bits`` bits of a
+    little-endian uint64, of which the low ``bits`` bytes are kept.
+    """
+    offset = 1 << (bits - 1)
+    # int8 + offset wraps to the right uint8 (values are within +-(offset - 1)).
+    unsigned = values.reshape(-1).view(np.uint8) + np.uint8(offset)
+    pad = (-unsigned.size) % 8
+    if pad:
+        unsigned = np.concatenate([unsigned, np.full(pad, offset, np.uint8)])
+    groups = unsigned.reshape(-1, 8)
+    words = np.zeros(len(groups), np.dtype("<u8"))
+    for j in range(8):
+        words |= groups[:, j].astype(np.uint64) << np.uint64(bits * j)
+    return words.view(np.uint8).reshape(-1, 8)[:, :bits].tobytes()
+
+
+def unpack_bits(data: bytes | memoryview, count: int, bits: int) -> np.ndarray:
+    """Inverse of :func:`pack_bits`: ``count`` int8 values."""
+    raw = np.frombuffer(data, np.uint8).reshape(-1, bits)
+    padded = np.zeros((len(raw), 8), np.uint8)
+    padded[:, :bits] = raw
+    words = padded.view(np.dtype("<u8")).reshape(-1)
+    out = np.empty((len(words), 8), np.int8)
+    mask, offset = np.uint64((1 << bits) - 1), np.uint8(1 << (bits - 1))
+    unsigned = out.view(np.uint8)
+    for j in range(8):
+        # uint8 - offset wraps back to the int8 value's two's-complement byte.
+        unsigned[:, j] = ((words >> np.uint64(bits * j)) & mask).astype(np.uint8) - offset
+    return out.reshape(-1)[:count].copy()
 
 
 def layers_from_arrays(kernels: Sequence[np.ndarray], biases: Sequence[np.ndarray]) -> tuple:
