@@ -17,7 +17,6 @@ def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> d
         raise ValueError(f"unknown launcher {config.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     from actorq.quantization import make_quantizer
     from actorq.runtime.policy_runtime import make_policy_runtime
-
     from launchpad_programs.nodes import envs_per_actor
 
     make_quantizer(config.quantizer)  # fail fast on a bad spec, before creating the run dir

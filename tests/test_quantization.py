@@ -123,6 +123,25 @@ def test_bad_bit_width_or_packed_size_is_a_package_error(monkeypatch):
     assert q.PolicyPackage.from_bytes(old).layers[0].kernel.tolist() == kernel.tolist()
 
 
+def test_fp32_input_quantizer_keeps_only_the_first_layer_in_float(paper_policy):
+    net, params, obs = paper_policy
+    package = q.make_quantizer("fp32in_int8").quantize(params, net, 3)
+    int8 = q.make_quantizer("int8").quantize(params, net, 3)
+    first, *rest = package.layers
+    assert first.kernel.dtype == np.float32 and first.kernel_scale is None
+    np.testing.assert_array_equal(first.kernel, np.asarray(mlp_layers(params)[0][0]))
+    for ours, plain in zip(rest, int8.layers[1:]):  # the other layers are the int8 package's
+        np.testing.assert_array_equal(ours.kernel, plain.kernel)
+        np.testing.assert_array_equal(ours.kernel_scale, plain.kernel_scale)
+    # The 24 x 2048 first layer costs 3 more bytes per weight: ~0.6% of the paper policy.
+    assert 1.0 < len(package.to_bytes()) / len(int8.to_bytes()) < 1.02
+    reference = np.asarray(net.apply(params, obs))
+    error = float(np.abs(q.make_reference_forward(package)(obs) - reference).max())
+    assert error < 1e-2
+    assert "fp32in_int<N>" in q.available_quantizers()
+    assert q.make_quantizer("fp32in_int4").bits == 4
+
+
 def test_error_vs_fp32_is_small_and_ordered(paper_policy):
     net, params, obs = paper_policy
     reference = np.asarray(net.apply(params, obs))

@@ -18,6 +18,7 @@ import pytest
 from actorq.analysis.ptq import (
     action_agreement,
     action_distances,
+    action_gap_errors,
     episode_seeds,
     kl_divergence,
     parse_quantizers,
@@ -89,6 +90,19 @@ def test_action_metrics_and_relative_error() -> None:
     assert seeds == episode_seeds(3, 4) and len(set(seeds)) == 4
 
 
+def test_action_gap_errors_measure_the_best_vs_second_difference() -> None:
+    reference = np.array([[1.0, 3.0, 2.0], [5.0, 0.0, 4.5]])
+    # Row 0: best 1, second 2 (gap 1.0); quantized moves them to 2.5 / 2.2 -> gap 0.3.
+    # Row 1: best 0, second 2 (gap 0.5); quantized 4.0 / 4.6 -> gap -0.6 (the action flips).
+    quantized = np.array([[9.0, 2.5, 2.2], [4.0, 7.0, 4.6]])
+    gap, error = action_gap_errors(reference, quantized)
+    np.testing.assert_allclose(gap, [1.0, 0.5])
+    np.testing.assert_allclose(error, [0.7, 1.1])
+    np.testing.assert_array_equal(error > gap, [False, True])  # row 1's greedy action flips
+    with pytest.raises(ValueError):
+        action_gap_errors(np.zeros((3, 1)), np.zeros((3, 1)))
+
+
 def test_quantizer_lists_are_validated() -> None:
     assert parse_quantizers("int8,fp16") == ["fp32", "int8", "fp16"]
     assert parse_quantizers(["int8", "fp32"], include_baseline=False) == ["int8", "fp32"]
@@ -118,6 +132,9 @@ def test_ptq_study_end_to_end(trained_run: Path, tmp_path: Path) -> None:
     fp32, int8 = rows["fp32"], rows["int8"]
     assert fp32["relative_error"] == 0.0
     assert fp32["kl_mean"] == 0.0 and fp32["kl_max"] == 0.0 and fp32["agreement"] == 1.0
+    assert fp32["gap_error_median"] == 0.0 and report["action_gap_median"] > 0
+    assert report["q_abs_median"] > report["action_gap_median"]  # Q-values dwarf their gaps
+    assert 0.0 < int8["gap_error_median"] < rows["int4"]["gap_error_median"]
     assert len(fp32["returns"]) == 5
     # Training is not bitwise reproducible, so this policy varies between runs. A 4000-step
     # policy sits near Q-value ties on many states, so int8 flips some greedy actions (77-99%
@@ -136,6 +153,7 @@ def test_ptq_study_end_to_end(trained_run: Path, tmp_path: Path) -> None:
 
     text = md.read_text()
     assert "| fp32 |" in text and "| int4 |" in text and "T=1" in text
+    assert "median action gap" in text
     png = out / report["plot"]
     assert png.name == "actions_fp32_vs_int8.png" and png.stat().st_size > 1000
 

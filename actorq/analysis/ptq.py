@@ -117,6 +117,22 @@ def action_agreement(reference_actions: np.ndarray, actions: np.ndarray) -> floa
     return float(np.mean(ref == other))
 
 
+def action_gap_errors(reference_q: np.ndarray, q_values: np.ndarray) -> tuple[np.ndarray,
+                                                                                np.ndarray]:
+    """Per row: fp32's action gap (its best minus its second-best Q-value) and how far the
+    quantized Q-values move that same difference. The greedy action can only flip where the
+    gap error reaches the gap, so the two medians explain a precision's action agreement."""
+    ref, other = np.asarray(reference_q, np.float64), np.asarray(q_values, np.float64)
+    if ref.shape != other.shape or ref.ndim != 2 or ref.shape[1] < 2:
+        raise ValueError(f"need equal [n, >=2] Q-value arrays, got {ref.shape}, {other.shape}")
+    order = np.argsort(-ref, axis=1)
+    rows = np.arange(len(ref))
+    best, second = order[:, 0], order[:, 1]
+    gap = ref[rows, best] - ref[rows, second]
+    gap_q = other[rows, best] - other[rows, second]
+    return gap, np.abs(gap_q - gap)
+
+
 def action_distances(reference_actions: np.ndarray, actions: np.ndarray) -> tuple[float, float]:
     """``(mean L2 distance over rows, max abs difference)`` of two ``[n, d]`` action arrays."""
     ref = np.asarray(reference_actions, np.float64)
@@ -151,6 +167,7 @@ class PrecisionResult:
     kl_mean: float | None = None
     kl_max: float | None = None
     agreement: float | None = None
+    gap_error_median: float | None = None
     l2_mean: float | None = None
     max_abs: float | None = None
 
@@ -175,6 +192,8 @@ class PTQStudy:
     num_outputs: int
     results: tuple[PrecisionResult, ...]
     actions: dict[str, np.ndarray] = dataclasses.field(repr=False)
+    q_abs_median: float | None = None  # discrete: fp32's median |Q| on the shared observations
+    action_gap_median: float | None = None  # discrete: fp32's median best-minus-second gap
 
     def result(self, quantizer: str) -> PrecisionResult:
         """The row of ``quantizer``."""
@@ -195,6 +214,8 @@ class PTQStudy:
             "relative_error": "(fp32_mean - quant_mean) / |fp32_mean|",
             "kl": "KL(softmax(Q_fp32/T) || softmax(Q_quant/T)) in nats, T=temperature",
             "agreement": "fraction of shared observations with equal greedy actions",
+            "gap_error_median": "median over shared observations of |(Q_quant[a1] - Q_quant[a2])"
+                                " - (Q_fp32[a1] - Q_fp32[a2])|, a1/a2 = fp32's best/second",
             "l2_mean": "mean over shared observations of ||a_fp32 - a_quant||_2",
             "max_abs": "max over observations and dimensions of |a_fp32 - a_quant|",
         }
@@ -301,6 +322,8 @@ def run_ptq_study(
                 "kl_mean": float(np.mean(kl)),
                 "kl_max": float(np.max(kl)),
                 "agreement": action_agreement(reference_actions, acts),
+                "gap_error_median": float(np.median(
+                    action_gap_errors(reference_outputs, outputs)[1])),
             }
         else:
             l2, max_abs = action_distances(reference_actions, acts)
@@ -316,6 +339,13 @@ def run_ptq_study(
                 **divergence,
             )
         )
+    gap_stats: dict[str, float] = {}
+    if policy.discrete:
+        gap_stats = {
+            "q_abs_median": float(np.median(np.abs(reference_outputs))),
+            "action_gap_median": float(np.median(
+                action_gap_errors(reference_outputs, reference_outputs)[0])),
+        }
     return PTQStudy(
         run_dir=str(policy.run_dir),
         agent=policy.agent,
@@ -332,6 +362,7 @@ def run_ptq_study(
         num_outputs=int(policy.network.output_size),
         results=tuple(results),
         actions=actions,
+        **gap_stats,
     )
 
 
@@ -344,7 +375,8 @@ def _fmt(value: float | None, fmt: str) -> str:
 def ptq_markdown_table(study: PTQStudy) -> str:
     """The study as a Markdown table, one row per precision (like the paper's Table 2)."""
     if study.discrete:
-        extra = [f"KL(fp32‖q) mean (T={study.temperature:g})", "KL max", "action agreement"]
+        extra = [f"KL(fp32‖q) mean (T={study.temperature:g})", "KL max", "action agreement",
+                 "action-gap error (median)"]
     else:
         extra = ["mean L2 action distance", "max abs action diff"]
     header = ["precision", "package bytes", "return (mean ± std)", "rel. error vs fp32", *extra]
@@ -360,7 +392,8 @@ def ptq_markdown_table(study: PTQStudy) -> str:
         ]
         if study.discrete:
             cells += [_fmt(row.kl_mean, ".3g"), _fmt(row.kl_max, ".3g"),
-                      _fmt(None if row.agreement is None else 100 * row.agreement, ".1f") + "%"]
+                      _fmt(None if row.agreement is None else 100 * row.agreement, ".1f") + "%",
+                      _fmt(row.gap_error_median, ".3g")]
         else:
             cells += [_fmt(row.l2_mean, ".3g"), _fmt(row.max_abs, ".3g")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -459,6 +492,11 @@ def write_ptq_report(study: PTQStudy, out_dir: str | Path,
         f"fed to every precision: {kind}.",
         "",
         ptq_markdown_table(study),
+        *([f"fp32's Q-values on these observations: median |Q| {study.q_abs_median:.3g}, median "
+           f"action gap (best minus second best) {study.action_gap_median:.3g}. A greedy action "
+           "flips only where quantization moves that gap by more than the gap itself, so a "
+           "precision's action agreement follows its action-gap error relative to the gap.", ""]
+          if study.discrete and study.q_abs_median is not None else []),
         f"![actions]({png.name})",
         "",
     ]

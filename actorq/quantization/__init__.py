@@ -1,12 +1,14 @@
 """Quantizers: learner params -> versioned policy packages that actors deserialize and run.
 
 Built-ins: ``fp32``, ``fp16``, ``bf16``, ``int8`` (AQT numerics, real int8 matmul) and
-``int2``..``int8`` (same numerics, fewer bits, for PTQ/QAT studies). Add one with
+``int2``..``int8`` (same numerics, fewer bits, for PTQ/QAT studies), ``fp32in_int2``..``8``
+(the same with an fp32 first layer) and ``int8_p999``. Add one with
 :func:`register_quantizer` (see ``actorq/quantization/percentile.py`` for a one-file example).
 """
 
 from actorq.quantization import aqt_compat  # noqa: F401  (must precede any aqt linen use)
 from actorq.quantization import builtin as _builtin  # noqa: F401  (registers built-ins)
+from actorq.quantization import float_input as _float_input  # noqa: F401  (fp32in_int<b>)
 from actorq.quantization import percentile as _percentile  # noqa: F401  (worked example)
 from actorq.quantization.base import Quantizer
 from actorq.quantization.builtin import FloatQuantizer, IntQuantizer

@@ -68,8 +68,8 @@ class IntQuantizer:
     Weights are quantized by AQT's own quantizer (abs-max calibration over the contraction axis),
     so the package holds exactly the integers AQT's ``fully_quantized(fwd_bits=bits)`` dot_general
     uses; activations are quantized at inference with the same numerics
-    (``actorq.quantization.numerics``). With bits=8 actors run a real int8 matmul; fewer bits are
-    stored in the same int8 container for PTQ/QAT studies.
+    (``actorq.quantization.numerics``). With bits=8 actors run a real int8 matmul; fewer bits
+    travel bit-packed and run on the int8 kernels (PTQ/QAT studies).
     """
 
     spec: str
