@@ -165,6 +165,7 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
         "package_bytes": len(package),
         "startup_s": float(ready["startup_s"]),
         "peak_rss_mib": float(report["peak_rss_mib"]),
+        "imports_jax": bool(report.get("imports_jax")),
         "transitions_sent": transitions,
     }
 
@@ -248,10 +249,10 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
 
     header = ("| quantizer | runtime | steps/s | inference ms | env ms | pull ms | deserialize ms "
-              "| load ms | pulls | bytes/pull | start-up s | peak RSS MiB |")
+              "| load ms | pulls | bytes/pull | start-up s | peak RSS MiB | imports JAX |")
     print()
     print(header)
-    print("|" + "|".join(["---"] * 2 + ["---:"] * 10) + "|")
+    print("|" + "|".join(["---"] * 2 + ["---:"] * 10 + ["---"]) + "|")
     for (quantizer, runtime), r in results.items():
         if "error" in r:
             print(f"| {quantizer} | {runtime} | failed: {r['error']} |")
@@ -260,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
               f"| {r['inference_ms_per_step']:.3f} | {r['env_ms_per_step']:.3f} "
               f"| {r['pull_ms_per_step']:.4f} | {r['deserialize_ms_per_step']:.4f} "
               f"| {r['load_ms_per_step']:.4f} | {r['num_pulls']} | {_mib(r['bytes_per_pull'])} "
-              f"| {r['startup_s']:.1f} | {r['peak_rss_mib']:.0f} |")
+              f"| {r['startup_s']:.1f} | {r['peak_rss_mib']:.0f} "
+              f"| {'yes' if r['imports_jax'] else 'no'} |")
     print("(steady state after the first action; per-step ms = section time / actor steps; "
           f"pull/deserialize/load happen every {args.pull_period} steps)")
     print()

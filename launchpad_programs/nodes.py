@@ -1,7 +1,9 @@
 """Node building blocks shared by every launcher (single-process, local, Ray).
 
 Each function builds one node's pieces from the experiment config through the agent registry,
-so launchers never know which agent they run.
+so launchers never know which agent they run. Importing this module, building a builder, an
+actor or an evaluator does not import JAX: actor processes on the ONNX Runtime runtimes stay
+small and start fast (only the learner side and the ``xla`` runtime import it).
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from actorq.agents.registry import make_builder
 from actorq.agents.transitions import learner_batches
 from actorq.core import VariableSource
 from actorq.envs import make_environment
-from actorq.quantization import make_quantizer
 from actorq.quantization.package import PolicyPackage
 from actorq.replay import MinSize, Prioritized, Table, Uniform
 from actorq.replay.adders import NStepTransitionAdder
@@ -82,6 +83,10 @@ class LearnerVariableSource:
     """
 
     def __init__(self, learner: Any, builder: Any, quantizer_spec: str) -> None:
+        # Imported here: actor and evaluator processes import this module but never quantize,
+        # and the quantizers bring JAX and AQT.
+        from actorq.quantization import make_quantizer
+
         self._learner = learner
         self._network = builder.policy_network
         self._quantizer = make_quantizer(quantizer_spec)
@@ -121,7 +126,7 @@ def make_actor(
     runtime = make_policy_runtime(config.actor_runtime)
     client = VariableClient(
         source, runtime, config.pull_period, breakdown,
-        expected_shape=(builder.observation_size, builder.policy_network.output_size),
+        expected_shape=(builder.observation_size, builder.policy_output_size),
     )
     # Offsetting the exploration seed by the resumed step count keeps a resumed run from
     # replaying the same noise sequence.

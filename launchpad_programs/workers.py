@@ -183,6 +183,8 @@ class ActorWorker:
             "policy_version": self.client.version,
             "num_pulls": self.client.num_pulls,
             "peak_rss_mib": peak_rss_mib(),
+            # ONNX Runtime actors should never need it (tests/test_actor_process.py).
+            "imports_jax": "jax" in sys.modules,
             "first_action_time": self.first_action_time,
             "time": time.time(),
         }

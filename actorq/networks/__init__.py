@@ -1,22 +1,27 @@
 """Flax networks. Every dense layer takes an injectable ``dot_general`` (the quantization hook)."""
 
-from actorq.networks.heads import (
-    PAPER_CRITIC_SIZES,
-    PAPER_POLICY_SIZES,
-    DistributionalCritic,
-    make_policy_network,
-    make_q_network,
-)
-from actorq.networks.mlp import ACTIVATIONS, MLP, layer_name, mlp_layers
+import importlib
+from typing import Any
 
-__all__ = [
-    "ACTIVATIONS",
-    "MLP",
-    "PAPER_CRITIC_SIZES",
-    "PAPER_POLICY_SIZES",
-    "DistributionalCritic",
-    "layer_name",
-    "make_policy_network",
-    "make_q_network",
-    "mlp_layers",
-]
+from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
+
+# The Flax modules load on first use (PEP 562), so configs and actor processes that only need
+# the sizes never import Flax or JAX.
+_LAZY = {
+    "DistributionalCritic": "actorq.networks.heads",
+    "make_policy_network": "actorq.networks.heads",
+    "make_q_network": "actorq.networks.heads",
+    "ACTIVATIONS": "actorq.networks.mlp",
+    "MLP": "actorq.networks.mlp",
+    "layer_name": "actorq.networks.mlp",
+    "mlp_layers": "actorq.networks.mlp",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
+
+
+__all__ = ["PAPER_CRITIC_SIZES", "PAPER_POLICY_SIZES", *sorted(_LAZY)]

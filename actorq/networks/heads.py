@@ -9,9 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from actorq.networks.mlp import MLP, DotGeneral
-
-PAPER_POLICY_SIZES: tuple[int, ...] = (2048, 2048, 2048)
-PAPER_CRITIC_SIZES: tuple[int, ...] = (512, 512, 256)
+from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
 
 
 def make_policy_network(

@@ -6,30 +6,32 @@ Built-ins: ``fp32``, ``fp16``, ``bf16``, ``int8`` (AQT numerics, real int8 matmu
 :func:`register_quantizer` (see ``actorq/quantization/percentile.py`` for a one-file example).
 """
 
-from actorq.quantization import aqt_compat  # noqa: F401  (must precede any aqt linen use)
-from actorq.quantization import builtin as _builtin  # noqa: F401  (registers built-ins)
-from actorq.quantization import float_input as _float_input  # noqa: F401  (fp32in_int<b>)
-from actorq.quantization import percentile as _percentile  # noqa: F401  (worked example)
-from actorq.quantization.base import Quantizer
-from actorq.quantization.builtin import FloatQuantizer, IntQuantizer
-from actorq.quantization.forward import forward, make_reference_forward, package_arrays
-from actorq.quantization.package import DenseParams, PackageError, PolicyPackage
-from actorq.quantization.qat import QATSchedule, fake_quant_dot_general
-from actorq.quantization.registry import available_quantizers, make_quantizer, register_quantizer
+import importlib
+from typing import Any
 
-__all__ = [
-    "DenseParams",
-    "FloatQuantizer",
-    "IntQuantizer",
-    "PackageError",
-    "PolicyPackage",
-    "QATSchedule",
-    "Quantizer",
-    "available_quantizers",
-    "fake_quant_dot_general",
-    "forward",
-    "make_quantizer",
-    "make_reference_forward",
-    "package_arrays",
-    "register_quantizer",
-]
+from actorq.quantization.package import DenseParams, PackageError, PolicyPackage
+
+# Everything else loads on first use (PEP 562): an actor process that only deserializes and runs
+# packages imports ``actorq.quantization.package`` and never pays for JAX, Flax or AQT.
+_LAZY = {
+    "Quantizer": "actorq.quantization.base",
+    "FloatQuantizer": "actorq.quantization.builtin",
+    "IntQuantizer": "actorq.quantization.builtin",
+    "forward": "actorq.quantization.reference",
+    "make_reference_forward": "actorq.quantization.reference",
+    "package_arrays": "actorq.quantization.reference",
+    "QATSchedule": "actorq.quantization.qat",
+    "fake_quant_dot_general": "actorq.quantization.qat",
+    "available_quantizers": "actorq.quantization.registry",
+    "make_quantizer": "actorq.quantization.registry",
+    "register_quantizer": "actorq.quantization.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
+
+
+__all__ = ["DenseParams", "PackageError", "PolicyPackage", *sorted(_LAZY)]

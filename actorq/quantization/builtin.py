@@ -14,6 +14,7 @@ import numpy as np
 from aqt.jax.v2 import aqt_quantizer
 
 from actorq.networks.mlp import MLP, mlp_layers
+from actorq.quantization import aqt_compat  # noqa: F401  (before any AQT use)
 from actorq.quantization.numerics import check_bits
 from actorq.quantization.package import DenseParams, PolicyPackage
 from actorq.quantization.registry import register_quantizer

@@ -7,9 +7,12 @@ and rounded half to even. An all-zero slice gets scale 1 (AQT does the same).
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # JAX only for quantize_rows: actor runtimes use the NumPy helpers alone
+    import jax
 
 
 def quant_bound(bits: int) -> float:
@@ -31,6 +34,9 @@ def check_bits(bits: int) -> int:
 
 def quantize_rows(x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
     """Dynamic per-row activation quantization: returns (int8 values, float32 scale [rows, 1])."""
+    import jax
+    import jax.numpy as jnp
+
     abs_max = jnp.max(jnp.abs(x), axis=-1, keepdims=True)
     abs_max = jnp.where(abs_max == 0.0, jnp.ones_like(abs_max), abs_max)
     scale = abs_max / quant_bound(bits)

@@ -13,6 +13,7 @@ import dataclasses
 from aqt.jax.v2 import config as aqt_config
 
 from actorq.networks.mlp import DotGeneral
+from actorq.quantization import aqt_compat  # noqa: F401  (before any AQT use)
 from actorq.quantization.numerics import check_bits
 
 

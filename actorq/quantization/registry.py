@@ -6,6 +6,7 @@ A spec is a registered name (``"fp16"``) or a parametric family name followed by
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,23 @@ from typing import Any
 _FACTORIES: dict[str, Callable[[], Any]] = {}
 _FAMILIES: dict[str, Callable[[int], Any]] = {}
 _SPEC = re.compile(r"^([a-z][a-z0-9_]*?)(\d+)$")
+# The modules whose import registers the shipped quantizers. They import JAX and AQT, so they
+# load on the registry's first use rather than with the package.
+BUILTIN_MODULES = (
+    "actorq.quantization.builtin",
+    "actorq.quantization.float_input",
+    "actorq.quantization.percentile",
+)
+_builtins_loaded = False
+
+
+def _ensure_builtins() -> None:
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True  # first: the modules below call register_quantizer while importing
+    for module in BUILTIN_MODULES:
+        importlib.import_module(module)
 
 
 def register_quantizer(
@@ -27,6 +45,7 @@ def register_quantizer(
       parametric: register a family: ``make_quantizer(f"{name}{n}")`` calls ``factory(n)``.
       overwrite: allow replacing an existing registration.
     """
+    _ensure_builtins()
     if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
         raise ValueError(f"invalid quantizer name {name!r}: use lower-case letters, digits, _")
     table = _FAMILIES if parametric else _FACTORIES
@@ -37,6 +56,7 @@ def register_quantizer(
 
 def available_quantizers() -> list[str]:
     """Registered specs; families are shown as ``name<N>``."""
+    _ensure_builtins()
     return sorted(_FACTORIES) + sorted(f"{family}<N>" for family in _FAMILIES)
 
 
@@ -44,6 +64,7 @@ def make_quantizer(spec: str) -> Any:
     """Builds the quantizer for ``spec``; unknown specs raise ValueError listing valid ones."""
     if not isinstance(spec, str):
         raise ValueError(f"quantizer spec must be a string, got {type(spec).__name__}")
+    _ensure_builtins()
     if spec in _FACTORIES:
         return _FACTORIES[spec]()
     match = _SPEC.match(spec)

@@ -2,7 +2,7 @@
 
 ``make_policy_runtime("onnxruntime")`` builds an :class:`OnnxRuntime`. It turns a
 :class:`~actorq.quantization.package.PolicyPackage` into a small ONNX graph (built with
-``onnx.helper``) that computes what ``actorq.quantization.forward`` defines:
+``onnx.helper``) that computes what ``actorq.quantization.reference`` defines:
 
 * integer layers: per-row dynamic activation quantization with the AQT numerics of
   ``actorq.quantization.numerics`` as the jitted reference computes them (XLA folds

@@ -1,7 +1,7 @@
 """Actor policy runtimes: run a policy package fast, with the reference numerics.
 
 A runtime is selected by name (``actor_runtime`` in configs). ``xla`` and ``onnxruntime``
-compute exactly what ``actorq.quantization.forward`` defines and differ only in speed; ``xla``
+compute exactly what ``actorq.quantization.reference`` defines and differ only in speed; ``xla``
 needs nothing beyond JAX and is the fallback. ``onnxruntime_fused`` trades exactness for ORT's
 fused dynamic-quantization kernel on int8 packages (per-tensor asymmetric activations: within
 ~4e-3 of the reference on typical batches, more when rows differ widely in scale).
@@ -13,11 +13,8 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from actorq.quantization.forward import forward, package_arrays
 from actorq.quantization.package import PolicyPackage
 
 
@@ -53,6 +50,12 @@ class XlaRuntime:
         self._signature: tuple | None = None
 
     def load(self, package: PolicyPackage) -> None:
+        # JAX is imported here, not at module level: actors on the ONNX Runtime runtimes never
+        # import it (smaller, faster-starting actor processes).
+        import jax
+
+        from actorq.quantization.reference import forward, package_arrays
+
         signature = (
             package.activation,
             package.output_activation,
@@ -83,6 +86,9 @@ class XlaRuntime:
         """The lowered computation for ``batch`` observations (for inspection in tests)."""
         if self._package is None:
             raise RuntimeError("no policy package loaded")
+        import jax
+        import jax.numpy as jnp
+
         rows = self.padded_rows(batch)
         x = jax.ShapeDtypeStruct((rows, self._package.input_size), jnp.float32)
         return self._fn.lower(self._arrays, x)

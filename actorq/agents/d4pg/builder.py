@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dm_env
 import numpy as np
 
 from actorq.agents.d4pg import acting
 from actorq.agents.d4pg.config import D4PGConfig
-from actorq.agents.d4pg.learning import D4PGLearner
-from actorq.agents.d4pg.networks import make_networks
 from actorq.agents.transitions import transition_signature
-from actorq.networks.mlp import MLP
 from actorq.replay.specs import ArraySpec
 from actorq.runtime.actor import Exploration
+
+if TYPE_CHECKING:  # the learner and the Flax networks are imported when first needed, so
+    # actor processes (exploration, replay signature, sizes) never import JAX.
+    from actorq.agents.d4pg.learning import D4PGLearner
+    from actorq.networks.mlp import MLP
 
 
 class D4PGBuilder:
@@ -31,7 +34,18 @@ class D4PGBuilder:
         self.config = config
         self.observation_size = int(np.prod(obs_spec.shape))
         self.action_size = int(np.prod(act_spec.shape))
-        self.networks = make_networks(config, self.observation_size, self.action_size)
+
+    @functools.cached_property
+    def networks(self) -> Any:
+        """The Flax networks (imports JAX/Flax on first access)."""
+        from actorq.agents.d4pg.networks import make_networks
+
+        return make_networks(self.config, self.observation_size, self.action_size)
+
+    @property
+    def policy_output_size(self) -> int:
+        """Outputs of the network the actors run (no Flax needed)."""
+        return self.action_size
 
     @property
     def policy_network(self) -> MLP:
@@ -57,6 +71,8 @@ class D4PGBuilder:
         update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
         replay_size: Callable[[], int] | None = None,
     ) -> D4PGLearner:
+        from actorq.agents.d4pg.learning import D4PGLearner
+
         del update_priorities, replay_size  # D4PG samples uniformly (the paper's setup)
         return D4PGLearner(self.networks, self.config, batches, seed)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from actorq.networks.heads import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
+from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
 
 
 @dataclasses.dataclass(frozen=True)

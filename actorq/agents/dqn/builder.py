@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dm_env
 import numpy as np
 
 from actorq.agents.dqn import acting
 from actorq.agents.dqn.config import DQNConfig
-from actorq.agents.dqn.learning import DQNLearner
-from actorq.agents.dqn.networks import make_networks
 from actorq.agents.transitions import transition_signature
-from actorq.networks.mlp import MLP
 from actorq.replay.specs import ArraySpec
 from actorq.runtime.actor import Exploration
+
+if TYPE_CHECKING:  # the learner and the Flax networks are imported when first needed, so
+    # actor processes (exploration, replay signature, sizes) never import JAX.
+    from actorq.agents.dqn.learning import DQNLearner
+    from actorq.networks.mlp import MLP
 
 
 class DQNBuilder:
@@ -30,11 +33,22 @@ class DQNBuilder:
         self.config = config
         self.observation_size = int(np.prod(obs_spec.shape))
         self.num_actions = int(act_spec.num_values)
-        self.networks = make_networks(config, self.observation_size, self.num_actions)
 
     @property
     def uses_priorities(self) -> bool:
         return self.config.prioritized
+
+    @functools.cached_property
+    def networks(self) -> Any:
+        """The Flax networks (imports JAX/Flax on first access)."""
+        from actorq.agents.dqn.networks import make_networks
+
+        return make_networks(self.config, self.observation_size, self.num_actions)
+
+    @property
+    def policy_output_size(self) -> int:
+        """Outputs of the network the actors run (no Flax needed)."""
+        return self.num_actions
 
     @property
     def policy_network(self) -> MLP:
@@ -58,6 +72,8 @@ class DQNBuilder:
         update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
         replay_size: Callable[[], int] | None = None,
     ) -> DQNLearner:
+        from actorq.agents.dqn.learning import DQNLearner
+
         return DQNLearner(
             self.networks, self.config, batches, seed, update_priorities, replay_size
         )
