@@ -63,7 +63,17 @@ def single_thread_child_environment() -> Iterator[None]:
 
 
 def peak_rss_mib() -> float:
-    """Peak resident set size of this process, MiB."""
+    """Peak resident set size of this process, MiB.
+
+    Linux's ``ru_maxrss`` survives ``execve``: a child started by ``spawn`` (fork + exec) reports
+    at least its parent's RSS at the fork, so it is read from ``VmHWM`` (per address space) where
+    ``/proc`` has it.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 

@@ -79,3 +79,27 @@ def test_xla_actor_does_import_jax(tmp_path):
     """The check above can fail: the xla runtime needs JAX and imports it."""
     report = run_actor(tmp_path, "dqn", "xla")
     assert report["jax"] and report["steps"] == 40
+
+
+def _child_peak_rss(queue) -> None:
+    from launchpad_programs.workers import peak_rss_mib
+
+    queue.put(peak_rss_mib())
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_peak_rss_of_a_spawned_child_is_its_own():
+    """``ru_maxrss`` would report the parent's RSS at the fork (it survives exec)."""
+    import multiprocessing
+
+    from launchpad_programs.workers import peak_rss_mib
+
+    ballast = np.ones(400 * 2**20, np.uint8)  # make this process clearly bigger than a child
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_peak_rss, args=(queue,))
+    child.start()
+    child_peak = queue.get(timeout=120)
+    child.join(60)
+    assert peak_rss_mib() > 400 + child_peak, (peak_rss_mib(), child_peak)
+    del ballast
