@@ -89,3 +89,28 @@ def test_task_numerics_flags_runtimes_against_the_reference():
     # A policy whose input size does not match the task is skipped, with a note.
     args.obs = 5
     assert "note" in policy_inference.task_numerics(args, {}, references)
+
+
+def test_actor_throughput_runs_real_actor_processes_and_keeps_the_best_round(tmp_path):
+    """Tiny policy, gym cartpole: each configuration is a spawned actor process, twice."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "at.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.actor_throughput", "--task=cartpole", "--hidden=32,32",
+         "--steps=300", "--rounds=2", "--runtime=onnxruntime", "--pull_period=100",
+         "--republish_every_s=0.05", f"--json_out={out}"],
+        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("round 2/2") == 2  # fp32 and int8, second round
+    assert "fastest int8 (onnxruntime) / fastest fp32 (onnxruntime)" in result.stdout
+    rows = json.loads(out.read_text())
+    for key in ("fp32/onnxruntime", "int8/onnxruntime"):
+        row = rows[key]
+        assert row["steps"] > 250 and row["steps_per_s"] > 0 and row["num_pulls"] >= 1
+        assert row["round"] in (1, 2) and row["imports_jax"] is False
+        assert 0 < row["peak_rss_mib"] < 400  # the actor's own memory, not its parent's
+    assert rows["fp32/onnxruntime"]["package_bytes"] > rows["int8/onnxruntime"]["package_bytes"]
