@@ -69,11 +69,10 @@ def peak_rss_mib() -> float:
     at least its parent's RSS at the fork, so it is read from ``VmHWM`` (per address space) where
     ``/proc`` has it.
     """
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0  # kB
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0  # kB
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
