@@ -497,6 +497,21 @@ def test_ray_topology_learns_cartpole_and_survives_a_killed_actor(tmp_path, ray_
     assert breakdown["actor_0"]["incarnations"] == 2
 
 
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+def test_ray_topology_with_3_envs_per_actor_keeps_the_exact_budget(tmp_path, ray_session):
+    """Ray actors claim steps in blocks; a batched step takes at most what is left of a claim."""
+    from launchpad_programs.launch import run_experiment
+
+    run = tmp_path / "run"
+    config = dqn_config(run, steps=3001, launcher="ray")  # not a multiple of 3 x 2 actors
+    config.envs_per_actor = 3
+    summary = run_experiment(config)
+    assert not summary["interrupted"] and summary["actor_steps"] == 3001
+    breakdown = json.loads((run / "breakdown.json").read_text())
+    assert sum(b["env_steps"] for b in breakdown.values()) == 3001
+    assert summary["episodes"] > 0 and summary["num_pulls"] >= 1
+
+
 def test_missing_ray_gives_install_hint(monkeypatch):
     from launchpad_programs import ray_launcher
 
