@@ -171,6 +171,7 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
         "startup_s": float(ready["startup_s"]),
         "peak_rss_mib": float(report["peak_rss_mib"]),
         "imports_jax": bool(report.get("imports_jax")),
+        "envs_per_actor": int(config.get("envs_per_actor", 1)),
         "transitions_sent": transitions,
     }
 
@@ -183,7 +184,8 @@ def ratio_bounds(fp32: dict[str, Any], int8: dict[str, Any]) -> dict[str, float]
       ``ratio``: int8/fp32 steps/s as measured.
       ``inference_ratio``: fp32/int8 inference ms in the loop; ``bytes_ratio``: fp32/int8
         package bytes (the bound on ``inference_ratio`` when both stream at the same GB/s).
-      ``fp32_gbps``, ``int8_gbps``: package bytes / inference time (effective weight stream).
+      ``fp32_gbps``, ``int8_gbps``: package bytes / time per policy call (effective weight
+        stream; a call serves ``envs_per_actor`` steps).
       ``fp32_rest_ms``, ``int8_rest_ms``: step time not spent in inference (env, exploration,
         adder, experience, timers).
       ``ceiling_free_inference``: the ratio if int8 inference took no time at all.
@@ -191,14 +193,17 @@ def ratio_bounds(fp32: dict[str, Any], int8: dict[str, Any]) -> dict[str, float]
     """
     step = {q: 1000.0 / r["steps_per_s"] for q, r in (("fp32", fp32), ("int8", int8))}
     inference = {q: r["inference_ms_per_step"] for q, r in (("fp32", fp32), ("int8", int8))}
+    # With k environments per actor one policy call (one pass over the weights) serves k steps.
+    call_ms = {q: inference[q] * r.get("envs_per_actor", 1)
+               for q, r in (("fp32", fp32), ("int8", int8))}
     rest = {q: step[q] - inference[q] for q in step}
     bytes_ratio = fp32["package_bytes"] / int8["package_bytes"]
     return {
         "ratio": step["fp32"] / step["int8"],
         "inference_ratio": inference["fp32"] / inference["int8"],
         "bytes_ratio": bytes_ratio,
-        "fp32_gbps": fp32["package_bytes"] / inference["fp32"] / 1e6,
-        "int8_gbps": int8["package_bytes"] / inference["int8"] / 1e6,
+        "fp32_gbps": fp32["package_bytes"] / call_ms["fp32"] / 1e6,
+        "int8_gbps": int8["package_bytes"] / call_ms["int8"] / 1e6,
         "fp32_rest_ms": rest["fp32"],
         "int8_rest_ms": rest["int8"],
         "ceiling_free_inference": step["fp32"] / rest["int8"],

@@ -30,6 +30,10 @@ def test_ratio_bounds_decompose_the_step():
     assert b["ceiling_bytes"] == pytest.approx(4.0 / (0.8 + 0.45))
     # With any time outside inference, the ratio stays below the inference ratio.
     assert b["ratio"] < b["inference_ratio"]
+    # With 4 environments per actor one call (one pass over the weights) serves 4 steps.
+    fp32["envs_per_actor"] = int8["envs_per_actor"] = 4
+    b4 = actor_throughput.ratio_bounds(fp32, int8)
+    assert b4["fp32_gbps"] == pytest.approx(2.5) and b4["ratio"] == b["ratio"]
 
 
 def test_envs_per_actor_loop_counts_every_environment_step():
