@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from actorq.analysis.plots import precision_order, safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.report import json_safe
-from experiments.speedup_report import parse_ints, run_or_load
+from experiments.speedup_report import parse_ints, read_json_object, run_or_load
 
 COMMUNICATION: tuple[str, ...] = ("pull", "deserialize", "load")
 COMPUTATION: tuple[str, ...] = ("inference", "env")
@@ -53,22 +53,13 @@ class RunSplit:
     env_steps: float
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise FileNotFoundError(f"missing run file: {path}")
-    data = json.loads(path.read_text())
-    if not isinstance(data, dict):
-        raise ValueError(f"expected a JSON object in {path}")
-    return data
-
-
 def run_split(run_dir: str | Path) -> RunSplit:
     """Reads a run's ``config.json`` and ``breakdown.json`` into a :class:`RunSplit`."""
     path = Path(run_dir)
     if not path.is_dir():
         raise FileNotFoundError(f"run directory not found: {path}")
-    config = _read_json(path / "config.json")
-    actors = list(_read_json(path / "breakdown.json").values())
+    config = read_json_object(path / "config.json")
+    actors = list(read_json_object(path / "breakdown.json").values())
     if not actors:
         raise ValueError(f"{path / 'breakdown.json'} records no actors")
 

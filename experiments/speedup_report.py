@@ -176,7 +176,8 @@ def run_grid(
     return dirs
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A run file holding one JSON object; clear errors when it is missing or not an object."""
     if not path.is_file():
         raise FileNotFoundError(f"missing run file: {path}")
     data = json.loads(path.read_text())
@@ -199,8 +200,8 @@ def mean_breakdowns(
         if not (path / "breakdown.json").is_file():
             logging.warning("no breakdown.json in %s; left out of the breakdown plot", path)
             continue
-        config = _read_json(path / "config.json")
-        actors = list(_read_json(path / "breakdown.json").values())
+        config = read_json_object(path / "config.json")
+        actors = list(read_json_object(path / "breakdown.json").values())
         if not actors:
             continue
         means = {s: float(np.mean([float(a.get(f"{s}_s", 0.0)) for a in actors]))

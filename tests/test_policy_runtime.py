@@ -297,17 +297,9 @@ def test_fused_runtime_is_close_to_the_reference_on_the_paper_policy(record_prop
 def walker_observations(n: int = 150, seed: int = 3) -> np.ndarray:
     """Real walker_stand observations under random actions: varied poses and velocities, so
     the features of one row span ~1e-2..4e1 (unlike :func:`gaussian_observations`)."""
-    from actorq.envs import make_environment
+    from benchmarks.policy_inference import task_observations
 
-    env = make_environment("walker_stand", seed=seed)
-    rng = np.random.default_rng(seed)
-    rows, timestep = [], env.reset()
-    while len(rows) < n:
-        rows.append(np.asarray(timestep.observation, np.float32))
-        timestep = env.step(rng.uniform(-1, 1, ACT).astype(np.float32))
-        if timestep.last():
-            timestep = env.reset()
-    return np.stack(rows)
+    return task_observations("walker_stand", n, seed)
 
 
 def _batch_1_outputs(runtime_name: str, package: q.PolicyPackage, obs: np.ndarray) -> np.ndarray:

@@ -1,8 +1,6 @@
 """Flax networks. Every dense layer takes an injectable ``dot_general`` (the quantization hook)."""
 
-import importlib
-from typing import Any
-
+from actorq.lazy_exports import lazy_getattr
 from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
 
 # The Flax modules load on first use (PEP 562), so configs and actor processes that only need
@@ -16,12 +14,5 @@ _LAZY = {
     "layer_name": "actorq.networks.mlp",
     "mlp_layers": "actorq.networks.mlp",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
-
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 __all__ = ["PAPER_CRITIC_SIZES", "PAPER_POLICY_SIZES", *sorted(_LAZY)]

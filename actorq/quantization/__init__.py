@@ -6,9 +6,7 @@ Built-ins: ``fp32``, ``fp16``, ``bf16``, ``int8`` (AQT numerics, real int8 matmu
 :func:`register_quantizer` (see ``actorq/quantization/percentile.py`` for a one-file example).
 """
 
-import importlib
-from typing import Any
-
+from actorq.lazy_exports import lazy_getattr
 from actorq.quantization.package import DenseParams, PackageError, PolicyPackage
 
 # Everything else loads on first use (PEP 562): an actor process that only deserializes and runs
@@ -26,12 +24,5 @@ _LAZY = {
     "make_quantizer": "actorq.quantization.registry",
     "register_quantizer": "actorq.quantization.registry",
 }
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_LAZY[name]), name)
-
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 __all__ = ["DenseParams", "PackageError", "PolicyPackage", *sorted(_LAZY)]

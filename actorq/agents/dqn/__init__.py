@@ -1,19 +1,10 @@
 """DQN (double Q-learning, n-step, optional prioritized replay) for Gym classic control."""
 
-import importlib
-from typing import Any
-
 from actorq.agents.dqn.builder import DQNBuilder
 from actorq.agents.dqn.config import DQNConfig
+from actorq.lazy_exports import lazy_getattr
 
 # The learner (JAX) loads on first use: actor processes build the builder without it.
-_LAZY = ("DQNLearner", "double_q_loss")
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("actorq.agents.dqn.learning"), name)
-
-
+_LAZY = dict.fromkeys(("DQNLearner", "double_q_loss"), "actorq.agents.dqn.learning")
+__getattr__ = lazy_getattr(__name__, _LAZY)
 __all__ = ["DQNBuilder", "DQNConfig", *_LAZY]
