@@ -162,7 +162,6 @@ class ActorWorker:
         )
         self.environments = nodes.actor_environments(config, index, seed_offset)
         self.loop = EnvironmentLoop(self.environments, self.actor, self.breakdown, on_episode)
-        self.steps = 0
         self.calls = 0
         self.first_action_time: float | None = None
 
@@ -174,11 +173,15 @@ class ActorWorker:
         before = self.loop.steps
         results = self.loop.step(max_transitions)
         taken = self.loop.steps - before
-        self.steps += taken
         self.calls += 1
         if self.first_action_time is None:
             self.first_action_time = time.time()
         return taken, results
+
+    @property
+    def steps(self) -> int:
+        """Environment steps this worker took (all of its environments)."""
+        return self.loop.steps
 
     @property
     def policy_version(self) -> int:
