@@ -7,7 +7,7 @@ from collections.abc import Callable
 from absl import flags, logging
 from ml_collections import config_flags
 
-from launchpad_programs.launch import run_experiment
+from launchpad_programs.launch import check_config, run_experiment
 
 
 def make_main(default_config: str) -> Callable[[list[str]], None]:
@@ -22,6 +22,10 @@ def make_main(default_config: str) -> Callable[[list[str]], None]:
         # Orbax and jax log every checkpoint step at INFO; keep the terminal for progress.
         if not flags.FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
+        try:
+            check_config(config_flag.value)
+        except (ValueError, ImportError) as e:  # a bad flag: one line, not a traceback
+            raise SystemExit(f"error: {e}") from None
         summary = run_experiment(config_flag.value, resume=resume_flag.value)
         print("summary:", summary)
 

@@ -11,24 +11,36 @@ from launchpad_programs.run_directory import RunDirectory, default_run_dir
 LAUNCHERS = ("single", "local", "ray")
 
 
-def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> dict[str, Any]:
-    """Runs the experiment described by ``config`` with its launcher; returns the summary."""
+def _distributed(config: ml_collections.ConfigDict) -> bool:
+    return config.launcher != "single" and config.num_actors > 0
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+    """Fails fast on a config that cannot run, before anything is created or written.
+
+    Raises ValueError (unknown launcher, quantizer or runtime; a bad ``envs_per_actor`` or
+    ``num_actors``) or ImportError (``ray`` without Ray installed), each naming the valid choices.
+    """
     if config.launcher not in LAUNCHERS:
         raise ValueError(f"unknown launcher {config.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     from actorq.quantization import make_quantizer
     from actorq.runtime.policy_runtime import make_policy_runtime
     from launchpad_programs.nodes import envs_per_actor
 
-    make_quantizer(config.quantizer)  # fail fast on a bad spec, before creating the run dir
+    make_quantizer(config.quantizer)
     make_policy_runtime(config.actor_runtime)
     envs_per_actor(config)
-    distributed = config.launcher != "single" and config.num_actors > 0
-    if distributed:
+    if _distributed(config):
         from launchpad_programs.distributed import check_launcher
 
-        check_launcher(config)  # e.g. ray missing: fail before creating the run directory
+        check_launcher(config)
+
+
+def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> dict[str, Any]:
+    """Runs the experiment described by ``config`` with its launcher; returns the summary."""
+    check_config(config)
     run_dir = RunDirectory(default_run_dir(config), config, resume)
-    if not distributed:
+    if not _distributed(config):
         from launchpad_programs.single_process import run_single_process
 
         return run_single_process(config, run_dir, resume)
