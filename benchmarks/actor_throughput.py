@@ -49,6 +49,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pull_period", type=int, default=1000)
     p.add_argument("--republish_every_s", type=float, default=0.25,
                    help="republish the package under a new version this often (0: never)")
+    p.add_argument("--republish_every_pull", action="store_true",
+                   help="instead of on a timer, publish a new version before each of the actor's "
+                        "pulls, holding the actor at mid-period with the rate limiter's step "
+                        "limit until it is out: every pull fetches new bytes on any machine "
+                        "(blocked time is left out of steps/s)")
     p.add_argument("--rounds", type=int, default=1,
                    help="run every configuration this many times, interleaved; keep each one's "
                         "fastest round (interference from other load only ever slows a round)")
@@ -84,13 +89,15 @@ def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str
     return config
 
 
-def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
-    """Runs one actor process against a fixed, periodically republished package."""
+def measure(config: Any, republish_every_s: float,
+            republish_every_pull: bool = False) -> dict[str, Any]:
+    """Runs one actor process against a fixed package, republished every
+    ``republish_every_s`` or (``republish_every_pull``) before each of the actor's pulls."""
     import jax
     import numpy as np
 
     from actorq.quantization import make_quantizer
-    from launchpad_programs import local_launcher, nodes
+    from launchpad_programs import local_launcher, nodes, pacing
     from launchpad_programs.shared_policy import SharedPolicyPublisher
 
     builder = nodes.make_builder_for(config)
@@ -102,6 +109,11 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
     publisher = SharedPolicyPublisher.for_package(package)
     publisher.publish(1, package)
     control = ctx.RawArray("q", local_launcher.SLOTS + 1)
+    control_view = np.ctypeslib.as_array(control)
+    period = int(config.pull_period)
+    # Unpaced, or held at mid-period until the next version is out (see --republish_every_pull).
+    control_view[local_launcher.STEP_LIMIT] = (period // 2 if republish_every_pull
+                                               else pacing.UNLIMITED_STEPS)
     reader, writer = ctx.Pipe(duplex=False)
     spec = local_launcher.ChildSpec(
         node="actor_0", index=0, num_actors=1, config=config, shm_name=publisher.name,
@@ -118,7 +130,19 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
             version += 1
             publisher.publish(version, package)
 
-    republisher = threading.Thread(target=republish, daemon=True)
+    def republish_every_pull() -> None:
+        version, limit = 1, period // 2
+        while not stop.is_set():
+            if control_view[local_launcher.SLOTS] < limit:
+                stop.wait(0.0005)
+                continue
+            version += 1  # the actor waits before its next pull: give it a new version
+            publisher.publish(version, package)
+            limit += period
+            control_view[local_launcher.STEP_LIMIT] = limit
+
+    republisher = threading.Thread(
+        target=republish_every_pull if republish_every_pull else republish, daemon=True)
     report: dict[str, Any] | None = None
     ready: dict[str, Any] | None = None
     error = None
@@ -126,7 +150,7 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
     try:
         process.start()
         writer.close()
-        if republish_every_s > 0:
+        if republish_every_s > 0 or republish_every_pull:
             republisher.start()
         while True:
             try:
@@ -158,7 +182,8 @@ def measure(config: Any, republish_every_s: float) -> dict[str, Any]:
     seconds = {s: report["breakdown"]["seconds"][s] - first["breakdown"]["seconds"][s]
                for s in SECTIONS}
     steps = int(report["steps"]) - int(first["steps"])
-    acting_s = report["time"] - first["time"]
+    # Time held at the step limit (--republish_every_pull) is not acting.
+    acting_s = report["time"] - first["time"] - seconds["blocked"]
     pulls = int(report["num_pulls"]) - int(first["num_pulls"])
     pulled = report["breakdown"]["bytes_pulled"] - first["breakdown"]["bytes_pulled"]
     return {
@@ -256,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
                                      args.pull_period, args.seed, args.envs_per_actor)
                 start = time.perf_counter()
                 result = {"quantizer": quantizer, "runtime": runtime, "round": round_ + 1,
-                          **measure(config, args.republish_every_s)}
+                          **measure(config, args.republish_every_s, args.republish_every_pull)}
                 print(f"  round {round_ + 1}/{args.rounds} {quantizer}/{runtime}: "
                       f"{result.get('steps_per_s', float('nan')):.1f} steps/s, "
                       f"done in {time.perf_counter() - start:.1f} s", flush=True)

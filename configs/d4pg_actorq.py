@@ -62,9 +62,6 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
         config.learner.v_min = 0.0
         config.learner.v_max = 200.0
         config.replay.samples_per_insert = 128.0
-        # Each item may be sampled many times here: with the paper's cap of 16 a single
-        # interleaved actor starves the learner (at most 16 / batch SGD steps per env step).
-        config.replay.max_times_sampled = 0
         config.replay.max_size = 100_000
         config.max_actor_steps = 20_000
         config.eval_every_steps = 2_000

@@ -5,10 +5,10 @@ quantized packages on the weights channel, inserts experience chunks into the re
 logs everything, saves checkpoints and supervises the other nodes through a :class:`Transport`
 (local processes + shared memory, or Ray actors + the object store).
 
-Learner pacing: with ``replay.samples_per_insert > 0`` the learner never samples more than that
-many items per inserted item (it waits for actors), which keeps the update-to-data ratio of the
-single-process launcher regardless of how many cores the actors get; ``0`` lets it run free
-(the paper's unconstrained learner). ``replay.max_times_sampled`` still applies.
+Pacing: the replay table's rate limiter (``pacing.py``) is the one rule. Experience enters the
+table through an admission queue at the pace the limiter admits; the learner steps when the table
+lets it sample a whole call's batch; actors get the limiter's admission as a global step limit
+through the transport's control channel and wait at it.
 
 Publishing: ``publish_period > 0`` publishes every that many learner steps; ``0`` (default)
 publishes whenever the package is stale, but only if at least 9x the last publish's cost has
@@ -62,6 +62,7 @@ class LaunchContext:
     t0_wall: float  # time.time() - resumed wall time: rows use time.time() - t0_wall
     first_package: tuple[int, bytes]
     eval_at_start: bool
+    step_limit: int  # global actor steps the rate limiter allows at start
 
 
 class Transport(Protocol):
@@ -83,6 +84,9 @@ class Transport(Protocol):
 
     def set_learner_steps(self, steps: int) -> None:
         """Shares the learner's step count with the nodes (eval/episode rows)."""
+
+    def set_step_limit(self, limit: int) -> None:
+        """Shares the global actor-step limit of the rate limiter; actors wait at it."""
 
     def supervise(self) -> list[dict[str, Any]]:
         """Restarts dead nodes; returns one event dict per restart."""
@@ -128,7 +132,7 @@ class Driver:
         kind, node, payload = message
         try:
             if kind == "experience":
-                self._table.insert_batch(payload)
+                self._admission.put(payload)
                 self._inserted.set()
             elif kind == "episode":
                 payload.setdefault("learner_steps", self._learner_steps)
@@ -177,7 +181,9 @@ class Driver:
         from actorq.metrics.carbon import CarbonTracker
         from actorq.metrics.loggers import JSONLLogger
         from actorq.metrics.progress import Progress
+        from actorq.replay import AdmissionQueue
         from launchpad_programs import nodes
+        from launchpad_programs.pacing import ActorPacing
 
         config, builder, run_dir = self.config, self.builder, self.run_dir
         table = nodes.make_table(config, builder)
@@ -205,6 +211,7 @@ class Driver:
             values = list(counters.get(key) or [])
             counters[key] = (values + [0] * num_actors)[:num_actors]
         self._table, self._counters = table, counters
+        self._admission = AdmissionQueue(table)
         self._learner_steps = learner.steps
 
         self._actor_logs = {f"actor_{i}": run_dir.logger(f"actor_{i}")
@@ -215,10 +222,10 @@ class Driver:
         tracker = CarbonTracker(run_dir.path, config.country_iso_code,
                                 enabled=config.track_energy)
 
-        spi = float(config.replay.samples_per_insert)
-        min_size = int(config.replay.min_size)
         publish_period = self.program.publish_period
         base_steps = int(counters["actor_steps"])
+        pacing = ActorPacing(table, base_steps, num_actors, nodes.envs_per_actor(config),
+                             builder.n_step, self.program.chunk_size)
         wall_offset = float(counters["wall_time_s"])
         max_steps = int(config.max_actor_steps)
         every_ckpt = int(config.checkpoint_every_steps)
@@ -248,12 +255,28 @@ class Driver:
         shown_steps = min(base_steps, max_steps)
 
         started = False
+        log_calls, log_start = 0, time.perf_counter()
 
         def global_steps() -> int:
             return self.transport.global_actor_steps() if started else base_steps
 
         def wall_time() -> float:
             return wall_offset + time.perf_counter() - start
+
+        def write_learner_row(now: float) -> None:
+            elapsed = max(now - log_start, 1e-9)
+            learner_log.write({
+                "actor_steps": global_steps(),
+                "learner_steps": learner.steps,
+                "wall_time_s": wall_time(),
+                "replay_size": table.size,
+                "published_version": self._published_version,
+                "policy_lag": learner.steps - self._min_actor_version(),
+                "learner_calls_per_s": log_calls / elapsed,
+                "num_publishes": source.num_packages,
+                **pacing_row(table, self._admission),
+                **learner_metrics,
+            })
 
         def save_checkpoint() -> None:
             with self._lock:
@@ -277,7 +300,7 @@ class Driver:
                     actor_steps=list(counters["actor_own_steps"]),
                     actor_episodes=list(counters["actor_episodes"]),
                     t0_wall=self._t0_wall, first_package=first,
-                    eval_at_start=base_steps == 0,
+                    eval_at_start=base_steps == 0, step_limit=pacing.step_limit(),
                 ),
                 self._on_message,
             )
@@ -295,6 +318,8 @@ class Driver:
                         key = ("evaluator_restarts" if event.get("node") == "evaluator"
                                else "actor_restarts")
                         counters[key] += 1
+                        if key == "actor_restarts":
+                            pacing.actor_restarted()
                         self._event({**event, "wall_time_s": wall_time()})
                         logging.warning("restarted %s (exit code %s) at actor step %d",
                                         event.get("node"), event.get("exitcode"),
@@ -312,7 +337,9 @@ class Driver:
                     if steps >= next_ckpt:
                         save_checkpoint()
                         next_ckpt = (steps // every_ckpt + 1) * every_ckpt
-                if not self._learner_may_step(table, batch_items, spi, min_size):
+                self._admission.drain()
+                self.transport.set_step_limit(pacing.step_limit())
+                if not table.can_sample(batch_items):
                     self._inserted.wait(0.02)
                     self._inserted.clear()
                     continue
@@ -334,18 +361,7 @@ class Driver:
                     last_publish_end = time.perf_counter()
                     last_publish_cost = last_publish_end - now
                 if now - last_log >= config.log_every_seconds:
-                    elapsed = max(now - log_start, 1e-9)
-                    learner_log.write({
-                        "actor_steps": global_steps(),
-                        "learner_steps": learner.steps,
-                        "wall_time_s": wall_time(),
-                        "replay_size": table.size,
-                        "published_version": self._published_version,
-                        "policy_lag": learner.steps - self._min_actor_version(),
-                        "learner_calls_per_s": log_calls / elapsed,
-                        "num_publishes": source.num_packages,
-                        **learner_metrics,
-                    })
+                    write_learner_row(now)
                     last_log, log_calls, log_start = now, 0, now
         except _BudgetSpent:
             logging.info("the checkpoint already has %d >= max_actor_steps actor steps: "
@@ -370,6 +386,11 @@ class Driver:
                     logging.exception("error while stopping the nodes")
                 logging.info("nodes stopped in %.2f s", time.perf_counter() - stop_start)
                 final_steps = global_steps()
+                if started:  # a run shorter than log_every_seconds still gets its row
+                    try:
+                        write_learner_row(time.perf_counter())
+                    except Exception:  # noqa: BLE001
+                        logging.exception("could not write the final learner row")
                 if not interrupted and failure is None:
                     self._final_eval(config, builder, source, final_steps, learner.steps,
                                      run_seconds)
@@ -416,14 +437,6 @@ class Driver:
         return result
 
     # ---------------------------------------------------------------------------- helpers
-
-    @staticmethod
-    def _learner_may_step(table: Any, batch_items: int, spi: float, min_size: int) -> bool:
-        if not table.can_sample(batch_items):
-            return False
-        if spi <= 0:
-            return True
-        return table.num_samples <= spi * max(0, table.num_inserts - min_size)
 
     def _min_actor_version(self) -> int:
         with self._lock:
@@ -539,6 +552,17 @@ class _WarmupTable:
     @property
     def size(self) -> int:
         return self._table.size
+
+
+def pacing_row(table: Any, admission: Any) -> dict[str, float]:
+    """Learner-log fields that show how the rate limiter paces the run."""
+    inserts = table.num_inserts
+    return {
+        "replay_inserts": inserts,
+        "replay_samples": table.num_samples,
+        "samples_per_insert": table.num_samples / inserts if inserts else 0.0,
+        "admission_waiting": admission.waiting_items,
+    }
 
 
 def json_safe(value: Any) -> Any:

@@ -27,9 +27,12 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     from actorq.runtime.policy_runtime import make_policy_runtime
     from launchpad_programs.nodes import envs_per_actor
 
+    from launchpad_programs.pacing import check_pacing
+
     make_quantizer(config.quantizer)
     make_policy_runtime(config.actor_runtime)
     envs_per_actor(config)
+    check_pacing(config)
     if _distributed(config):
         from launchpad_programs.distributed import check_launcher
 

@@ -14,11 +14,12 @@ Channels:
 * **experience** + reports: one one-way ``Pipe`` per child process. A per-child pipe (rather
   than one shared queue) means a child killed mid-write can only corrupt its own pipe, which the
   driver drops (EOF) when the child dies;
-* **control**: an int64 shared array: stop flag, learner steps, resumed base and one step
-  counter per actor index, each written by its actor alone. Nothing a child touches takes a lock,
-  so ``kill -9`` on a child can never deadlock the others. The global step count is the base
-  plus the sum of the per-actor counters; actors stop when it reaches ``max_actor_steps`` (they
-  may overshoot by at most ``num_actors - 1`` steps).
+* **control**: an int64 shared array: stop flag, learner steps, resumed base, the rate
+  limiter's global step limit (written by the driver; actors at it flush their experience and
+  wait) and one step counter per actor index, each written by its actor alone. Nothing a
+  child touches takes a lock, so ``kill -9`` on a child can never deadlock the others. The
+  global step count is the base plus the sum of the per-actor counters; actors stop when it
+  reaches ``max_actor_steps`` (they may overshoot by at most ``num_actors - 1`` steps).
 
 Failures: the driver restarts a dead actor (same index, fresh seeds, exploration schedule
 continued) or evaluator and logs the restart to ``events.jsonl`` and the summary
@@ -50,7 +51,7 @@ from launchpad_programs import workers
 from launchpad_programs.driver import LaunchContext, Message
 
 # Control array fields (int64).
-STOP, LEARNER_STEPS, BASE_STEPS = 0, 1, 2
+STOP, LEARNER_STEPS, BASE_STEPS, STEP_LIMIT = 0, 1, 2, 3
 SLOTS = 8  # per-actor step counters start here
 
 REPORT_EVERY_S = 1.0
@@ -153,12 +154,21 @@ def _run_actor(spec: ChildSpec) -> None:
         conn.send(("report", node, {**worker.report(), "incarnation": spec.incarnation,
                                     "final": final, "pid": os.getpid()}))
 
+    def stopping() -> bool:
+        return bool(_CHILD_STATE["stop"] or control[STOP] != 0
+                    or os.getppid() != spec.parent_pid)
+
     _CHILD_STATE["running"] = True
     last_report = time.perf_counter()
-    while not _CHILD_STATE["stop"] and control[STOP] == 0:
-        remaining = max_steps - (base + int(slots.sum()))
+    while not stopping():
+        steps = base + int(slots.sum())
+        remaining = max_steps - steps
         if remaining <= 0:
             break
+        if steps >= control[STEP_LIMIT]:  # the rate limiter: the learner is behind
+            worker.wait_for_admission(
+                lambda: base + int(slots.sum()) < control[STEP_LIMIT], stopping)
+            continue
         taken, results = worker.step(max_transitions=remaining)
         control[slot] += taken
         if worker.calls == 1:
@@ -183,6 +193,8 @@ def _run_actor(spec: ChildSpec) -> None:
             report()
             if os.getppid() != spec.parent_pid:
                 return  # orphaned: the driver died
+    if os.getppid() != spec.parent_pid:
+        return
     worker.close()
     report(final=True)
 
@@ -280,6 +292,7 @@ class LocalTransport:
         self._control = self._mp.RawArray("q", SLOTS + self._num_actors)
         control = np.ctypeslib.as_array(self._control)
         control[LEARNER_STEPS] = version
+        control[STEP_LIMIT] = ctx.step_limit
         # Per-actor counters continue from the checkpoint (so a resumed actor's exploration
         # schedule continues); the base makes base + sum(counters) the global step count.
         control[SLOTS:] = ctx.actor_steps
@@ -369,6 +382,10 @@ class LocalTransport:
     def set_learner_steps(self, steps: int) -> None:
         if self._control is not None:
             self._view[LEARNER_STEPS] = steps
+
+    def set_step_limit(self, limit: int) -> None:
+        if self._control is not None:
+            self._view[STEP_LIMIT] = limit
 
     def supervise(self) -> list[dict[str, Any]]:
         events = []

@@ -20,7 +20,7 @@ from actorq.agents.transitions import learner_batches
 from actorq.core import VariableSource
 from actorq.envs import make_environment
 from actorq.quantization.package import PolicyPackage
-from actorq.replay import MinSize, Prioritized, Table, Uniform
+from actorq.replay import Prioritized, Table, Uniform
 from actorq.replay.adders import NStepTransitionAdder
 from actorq.runtime.actor import FeedForwardActor
 from actorq.runtime.breakdown import RuntimeBreakdown
@@ -43,7 +43,10 @@ def make_builder_for(config: ml_collections.ConfigDict) -> Any:
 
 
 def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
-    """The replay table: FIFO eviction, MinSize limiter (actors never block), sampler per agent."""
+    """The replay table: FIFO eviction, the configured rate limiter (``pacing``), sampler per
+    agent."""
+    from launchpad_programs.pacing import make_rate_limiter
+
     sampler = (
         Prioritized(config.replay.priority_exponent) if builder.uses_priorities else Uniform()
     )
@@ -52,7 +55,7 @@ def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
         max_size=config.replay.max_size,
         signature=builder.replay_signature(),
         sampler=sampler,
-        rate_limiter=MinSize(config.replay.min_size),
+        rate_limiter=make_rate_limiter(config, builder),
         max_times_sampled=config.replay.max_times_sampled,
         seed=config.seed,
     )

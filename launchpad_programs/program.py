@@ -154,8 +154,9 @@ def make_program(config: ml_collections.ConfigDict, builder: Any | None = None) 
             "learner", "learner",
             f"{type(builder).__name__}.make_learner: full-precision {config.agent} on {policy}, "
             f"batch {learner_cfg.batch_size} x {learner_cfg.sgd_steps_per_call} SGD steps/call"
-            + (f", <= {replay.samples_per_insert:g} samples/insert"
-               if replay.samples_per_insert > 0 else "")
+            + (f", paced at {replay.samples_per_insert:g} samples/insert (ratio rate limiter)"
+               if replay.get("rate_limiter", "ratio") == "ratio"
+               else ", unpaced (rate limiter none)")
             + f"; quantizes with {config.quantizer!r} and publishes {publish_policy(config)}",
             process="learner",
         ),

@@ -22,7 +22,9 @@ Channels:
   one in one reply, so per-call overhead stays off the actors' hot path;
 * **control**: actors claim their steps from ``counter`` in blocks (``CLAIM_BLOCK``), so the
   global budget holds exactly (unused claims are returned on a clean stop; a killed actor's
-  unused claim is counted as spent).
+  unused claim is counted as spent). Claims also stop at the rate limiter's step limit, which
+  the driver sets on ``counter``: an actor refused for that reason flushes its experience and
+  asks again after a short wait (its ``blocked`` time).
 
 A dead actor (its ``drain`` raises ``RayActorError``) is restarted with the same index and a fresh
 seed and recorded in ``actor_restarts``. Ray is an optional extra: importing this module does not
@@ -68,21 +70,30 @@ def import_ray() -> Any:
 class ControlNode:
     """The ``counter`` node: step budget, stop flag, learner steps, newest package ref."""
 
-    def __init__(self, base_steps: int, max_steps: int, actor_steps: list[int]) -> None:
+    def __init__(self, base_steps: int, max_steps: int, actor_steps: list[int],
+                 step_limit: int) -> None:
         self._claimed = int(base_steps)
+        self._limit = int(step_limit)
         self._max = int(max_steps)
         self._own = [int(s) for s in actor_steps]
         self._stop = False
         self._learner_steps = 0
         self._policy: tuple[int, list[Any]] | None = None
 
-    def claim(self, index: int, n: int) -> tuple[int, int, int]:
+    def claim(self, index: int, n: int) -> tuple[int, int, int, bool]:
         """Grants up to ``n`` steps to actor ``index``: (granted, global claimed, learner
-        steps); 0 granted once the budget is spent or a stop was requested."""
-        granted = 0 if self._stop else max(0, min(int(n), self._max - self._claimed))
+        steps, paced). 0 granted once the budget is spent or a stop was requested
+        (``paced=False``: stop for good), or while the rate limiter's step limit is reached
+        (``paced=True``: ask again later)."""
+        if self._stop or self._claimed >= self._max:
+            return 0, self._claimed, self._learner_steps, False
+        granted = max(0, min(int(n), self._max - self._claimed, self._limit - self._claimed))
         self._claimed += granted
         self._own[index] += granted
-        return granted, self._claimed, self._learner_steps
+        return granted, self._claimed, self._learner_steps, granted == 0
+
+    def set_step_limit(self, limit: int) -> None:
+        self._limit = int(limit)
 
     def release(self, index: int, n: int) -> None:
         """Returns ``n`` claimed but untaken steps."""
@@ -196,6 +207,15 @@ class ActorNode:
             )
             granted, claimed, learner_steps = 0, 0, 0
             last_report = time.perf_counter()
+            admitted = {"granted": 0}
+
+            def claim_admitted() -> bool:
+                nonlocal claimed, learner_steps
+                granted_now, claimed, learner_steps, paced = ray.get(
+                    control.claim.remote(index, CLAIM_BLOCK))
+                admitted["granted"] = granted_now
+                admitted["final"] = not paced and granted_now == 0
+                return granted_now > 0 or admitted["final"]
 
             def report(final: bool = False) -> None:
                 self._send(("report", node, {**worker.report(), "incarnation": incarnation,
@@ -203,8 +223,14 @@ class ActorNode:
 
             while not self._stop.is_set():
                 if granted == 0:
-                    granted, claimed, learner_steps = ray.get(
+                    granted, claimed, learner_steps, paced = ray.get(
                         control.claim.remote(index, CLAIM_BLOCK))
+                    if granted == 0 and paced:  # the rate limiter: the learner is behind
+                        worker.wait_for_admission(claim_admitted, self._stop.is_set,
+                                                  max_poll_s=0.02)
+                        granted = admitted["granted"]
+                        if granted == 0 and not admitted.get("final"):
+                            continue  # stopping: the loop condition ends it
                     if granted == 0:
                         break
                 taken, results = worker.step(max_transitions=granted)
@@ -308,8 +334,10 @@ class RayTransport:
         self._runtime_env = {"env_vars": dict(SINGLE_THREAD_ENV)}
         self._total = ctx.base_actor_steps
         self._own = list(ctx.actor_steps)
+        self._step_limit = int(ctx.step_limit)
         self._control = ray.remote(ControlNode).options(num_cpus=0).remote(
-            ctx.base_actor_steps, int(config.max_actor_steps), list(ctx.actor_steps))
+            ctx.base_actor_steps, int(config.max_actor_steps), list(ctx.actor_steps),
+            self._step_limit)
         self.publish(*ctx.first_package)
         for i in range(num_actors):
             self._spawn_actor(i, incarnation=0, seed_offset=ctx.base_actor_steps)
@@ -453,6 +481,12 @@ class RayTransport:
         if steps - self._learner_steps >= 64 or steps < self._learner_steps:
             self._control.set_learner_steps.remote(steps)
         self._learner_steps = steps
+
+    def set_step_limit(self, limit: int) -> None:
+        # One actor call per change; the limit moves only when the learner samples.
+        if self._control is not None and limit != self._step_limit:
+            self._step_limit = int(limit)
+            self._control.set_step_limit.remote(self._step_limit)
 
     def supervise(self) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []

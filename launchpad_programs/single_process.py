@@ -1,8 +1,11 @@
 """Single-process ActorQ: one actor and the learner interleaved in one process.
 
-For debugging and small runs (``--config.launcher=single``). The learner takes
-``samples_per_insert / (batch_size * sgd_steps_per_call)`` update calls per actor step once
-replay holds ``min_size`` items. Evaluation time is excluded from the reported ``wall_time_s``.
+For debugging and small runs (``--config.launcher=single``). Pacing is the replay's rate limiter,
+as in every launcher (``pacing.py``): the learner takes a call whenever the table lets it sample
+one, otherwise the actor takes a step (its experience enters through the same admission queue).
+With ``samples_per_insert`` s and calls of b items that is one learner call per b / s actor
+steps once replay holds ``min_size`` items. ``wall_time_s`` is the time since the run started
+(evaluations included), as in the other launchers.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from absl import logging
 from actorq.checkpointing import Checkpointer
 from actorq.metrics.carbon import CarbonTracker
 from actorq.metrics.progress import Progress
+from actorq.replay import AdmissionQueue
 from actorq.runtime.breakdown import RuntimeBreakdown, markdown_table
 from actorq.runtime.environment_loop import EnvironmentLoop, EpisodeResult
 from launchpad_programs import nodes
-from launchpad_programs.driver import StopRequested, raise_stop_requested
+from launchpad_programs.driver import StopRequested, pacing_row, raise_stop_requested
+from launchpad_programs.pacing import ActorPacing
 from launchpad_programs.run_directory import RunDirectory
 
 
@@ -37,12 +42,12 @@ def run_single_process(
     cleanly: a final checkpoint is written and every log is flushed."""
     builder = nodes.make_builder_for(config)
     table = nodes.make_table(config, builder)
+    admission = AdmissionQueue(table)
     learner = nodes.make_learner(config, builder, table)
     source = nodes.LearnerVariableSource(learner, builder, config.quantizer)
     checkpointer = Checkpointer(run_dir.checkpoints)
 
-    counters = {"actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0,
-                "learner_credit": 0.0}
+    counters = {"actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0}
     if resume and checkpointer.latest_step() is not None:
         state, counters = checkpointer.restore(
             learner.state(), table if config.checkpoint_replay else None
@@ -53,8 +58,10 @@ def run_single_process(
 
     breakdown = RuntimeBreakdown()
     actor, client = nodes.make_actor(
-        config, builder, source, 0, 1, table.insert, breakdown, counters["actor_steps"]
+        config, builder, source, 0, 1, admission.put_item, breakdown, counters["actor_steps"]
     )
+    pacing = ActorPacing(table, counters["actor_steps"], 1, nodes.envs_per_actor(config),
+                         builder.n_step, chunk_size=0)
     environments = nodes.actor_environments(config, 0, counters["actor_steps"])
     evaluator = nodes.Evaluator(config, builder)
     actor_log = run_dir.logger("actor")
@@ -63,17 +70,14 @@ def run_single_process(
     tracker = CarbonTracker(run_dir.path, config.country_iso_code, enabled=config.track_energy)
 
     learner_cfg = builder.config
-    calls_per_step = config.replay.samples_per_insert / (
-        learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
-    )
+    batch_items = learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
     wall_offset = counters["wall_time_s"]
     start = time.perf_counter()
-    eval_seconds = 0.0
     last_return = float("nan")
     last_eval = float("nan")
 
     def wall_time() -> float:
-        return wall_offset + time.perf_counter() - start - eval_seconds
+        return wall_offset + time.perf_counter() - start
 
     def on_episode(result: EpisodeResult) -> None:
         nonlocal last_return
@@ -92,10 +96,8 @@ def run_single_process(
     loop = EnvironmentLoop(environments, actor, breakdown, on_episode)
 
     def run_eval() -> None:
-        nonlocal eval_seconds, last_eval
-        begin = time.perf_counter()
+        nonlocal last_eval
         version, returns = evaluator.run(source)
-        eval_seconds += time.perf_counter() - begin
         last_eval = float(np.mean(returns))
         eval_log.write({
             "actor_steps": counters["actor_steps"],
@@ -119,31 +121,38 @@ def run_single_process(
     progress = Progress(config.max_actor_steps, f"{config.agent} {config.task} {config.quantizer}")
     progress.update(counters["actor_steps"])
     learner_metrics: dict[str, float] = {}
-    last_learner_log = 0.0
+    last_learner_log = time.perf_counter()
+
+    def write_learner_row() -> None:
+        learner_log.write({"actor_steps": counters["actor_steps"],
+                           "learner_steps": learner.steps, "wall_time_s": wall_time(),
+                           "replay_size": table.size,
+                           "policy_lag": learner.steps - client.version,
+                           **pacing_row(table, admission), **learner_metrics})
+
     try:
         if counters["actor_steps"] == 0:
             run_eval()
         while counters["actor_steps"] < config.max_actor_steps:
+            admission.drain()
+            if table.can_sample(batch_items):  # the rate limiter lets the learner take a call
+                learner_metrics = learner.step()
+                counters["learner_calls"] += 1
+                if time.perf_counter() - last_learner_log > config.log_every_seconds:
+                    last_learner_log = time.perf_counter()
+                    write_learner_row()
+                continue
+            if counters["actor_steps"] >= pacing.step_limit():
+                raise RuntimeError(  # pacing.error_buffer makes this unreachable
+                    f"rate limiter stalled: the table {table.rate_limiter!r} admits no insert "
+                    f"and no sample of {batch_items} (size {table.size}, inserts "
+                    f"{table.num_inserts}, samples {table.num_samples})")
             before = loop.steps
             loop.step(max_transitions=config.max_actor_steps - counters["actor_steps"])
             taken = loop.steps - before
             previous_steps = counters["actor_steps"]
             counters["actor_steps"] += taken
-            if table.size >= config.replay.min_size:
-                counters["learner_credit"] += calls_per_step * taken
-                batch_items = learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
-                while counters["learner_credit"] >= 1.0 and table.can_sample(batch_items):
-                    learner_metrics = learner.step()
-                    counters["learner_calls"] += 1
-                    counters["learner_credit"] -= 1.0
             steps = counters["actor_steps"]
-            log_due = time.perf_counter() - last_learner_log > config.log_every_seconds
-            if log_due and learner_metrics:
-                last_learner_log = time.perf_counter()
-                learner_log.write({"actor_steps": steps, "learner_steps": learner.steps,
-                                   "wall_time_s": wall_time(), "replay_size": table.size,
-                                   "policy_lag": learner.steps - client.version,
-                                   **learner_metrics})
             # With several environments per actor a step can jump over a multiple.
             if (crossed(previous_steps, steps, config.eval_every_steps)
                     or steps == config.max_actor_steps):
@@ -158,6 +167,7 @@ def run_single_process(
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
         progress.close()
+        write_learner_row()  # a run shorter than log_every_seconds still gets its row
         save_checkpoint()
         checkpointer.close()
         energy = tracker.stop()

@@ -178,6 +178,25 @@ class ActorWorker:
             self.first_action_time = time.time()
         return taken, results
 
+    def wait_for_admission(self, admitted: Callable[[], bool], stopping: Callable[[], bool],
+                           max_poll_s: float = 0.005) -> bool:
+        """Waits until ``admitted()`` (the rate limiter lets this actor step again) or
+        ``stopping()``; returns whether it was admitted.
+
+        The experience chunk is flushed first: the learner may be waiting for exactly those
+        items. The wait is the breakdown's ``blocked`` section. Polls with a short back-off
+        (the limit lives in shared memory or on a control node, not behind a condition).
+        """
+        self.chunks.flush()
+        poll = 0.0002
+        with self.breakdown.time("blocked"):
+            while not admitted():
+                if stopping():
+                    return False
+                time.sleep(poll)
+                poll = min(2 * poll, max_poll_s)
+        return True
+
     @property
     def steps(self) -> int:
         """Environment steps this worker took (all of its environments)."""

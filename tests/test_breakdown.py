@@ -3,25 +3,48 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from actorq.runtime.breakdown import SECTIONS, RuntimeBreakdown, markdown_table
 
 
-def test_time_accumulates_a_known_sleep() -> None:
-    breakdown = RuntimeBreakdown()
+class FakeClock:
+    """A clock the test advances by hand: timing assertions then hold on any machine."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_time_accumulates_what_the_clock_says() -> None:
+    clock = FakeClock()
+    breakdown = RuntimeBreakdown(clock=clock)
     for _ in range(2):
         with breakdown.time("env"):
-            time.sleep(0.05)
+            clock.now += 0.05
+        clock.now += 0.01  # untimed work between blocks
     summary = breakdown.summary()
     assert summary["env_calls"] == 2
-    assert summary["env_s"] == pytest.approx(0.1, abs=0.04)
-    assert summary["env_s"] >= 0.1
-    assert summary["env_mean_ms"] == pytest.approx(50.0, abs=20.0)
+    assert summary["env_s"] == pytest.approx(0.1)
+    assert summary["env_mean_ms"] == pytest.approx(50.0)
     assert summary["inference_calls"] == 0 and summary["inference_mean_ms"] == 0.0
-    assert summary["wall_s"] >= summary["timed_s"] == pytest.approx(summary["env_s"])
+    assert summary["wall_s"] == pytest.approx(0.12)
+    assert summary["timed_s"] == pytest.approx(summary["env_s"])
+
+
+def test_blocked_is_its_own_section() -> None:
+    clock = FakeClock()
+    breakdown = RuntimeBreakdown(clock=clock)
+    with breakdown.time("blocked"):
+        clock.now += 3.0
+    with breakdown.time("inference"):
+        clock.now += 1.0
+    summary = breakdown.summary()
+    assert summary["blocked_s"] == pytest.approx(3.0) and summary["blocked_fraction"] == 0.75
+    assert "blocked s (%)" in markdown_table({"actor_0": summary})
 
 
 def test_time_counts_blocks_that_raise() -> None:
@@ -57,13 +80,16 @@ def test_empty_breakdown_has_zero_fractions() -> None:
 
 
 def test_reset_zeroes_and_restarts_wall_clock() -> None:
-    breakdown = RuntimeBreakdown()
+    clock = FakeClock()
+    breakdown = RuntimeBreakdown(clock=clock)
     breakdown.add("env", 1.0)
     breakdown.add_env_steps(5)
-    time.sleep(0.02)
+    clock.now += 5.0
     breakdown.reset()
     assert breakdown.seconds("env") == 0.0 and breakdown.env_steps == 0
-    assert breakdown.wall_s < 0.02
+    assert breakdown.wall_s == 0.0
+    clock.now += 2.0
+    assert breakdown.wall_s == 2.0
 
 
 def test_merge_sums_counts_and_combines_wall_time() -> None:
@@ -90,9 +116,10 @@ def test_merge_sums_counts_and_combines_wall_time() -> None:
 
 
 def test_round_trip_through_json() -> None:
-    breakdown = RuntimeBreakdown()
+    clock = FakeClock()
+    breakdown = RuntimeBreakdown(clock=clock)
     with breakdown.time("deserialize"):
-        pass
+        clock.now += 0.5
     breakdown.add("load", 0.125, calls=2)
     breakdown.add_bytes_pulled(4096)
     breakdown.add_env_steps(7)
@@ -100,7 +127,7 @@ def test_round_trip_through_json() -> None:
     restored = RuntimeBreakdown.from_dict(shipped)
     assert restored.to_dict() == shipped
     summary = restored.summary()
-    time.sleep(0.01)
+    clock.now += 10.0
     assert restored.summary() == summary  # snapshot: wall time frozen
     assert summary["load_mean_ms"] == pytest.approx(62.5)
 

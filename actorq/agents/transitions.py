@@ -22,7 +22,7 @@ def learner_batches(
     """Yields dicts of ``[steps_per_call, batch_size, ...]`` arrays for one learner call.
 
     Also yields ``policy_version`` (to measure policy lag) and, when ``with_sample_info``,
-    ``keys``/``probabilities`` (prioritized replay).
+    ``keys``/``probabilities`` and ``table_size`` at sample time (prioritized replay).
     """
     n = batch_size * steps_per_call
     while True:
@@ -36,6 +36,8 @@ def learner_batches(
         if with_sample_info:
             batch["keys"] = sample.keys.reshape(steps_per_call, batch_size)
             batch["probabilities"] = sample.probabilities.reshape(steps_per_call, batch_size)
+            # The size the probabilities refer to (importance weights), taken with the sample.
+            batch["table_size"] = np.int64(sample.table_size)
         yield batch
 
 

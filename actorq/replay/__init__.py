@@ -1,6 +1,7 @@
 """Replay: Reverb-style tables (samplers, removers, rate limiters), n-step adders, prefetching."""
 
 from actorq.replay.adders import NStepTransitionAdder
+from actorq.replay.admission import AdmissionQueue
 from actorq.replay.dataset import PrefetchingIterator
 from actorq.replay.errors import RateLimiterTimeout, TableClosedError
 from actorq.replay.rate_limiters import (
@@ -24,6 +25,7 @@ from actorq.replay.sum_tree import SumTree
 from actorq.replay.table import SampleBatch, Table
 
 __all__ = [
+    "AdmissionQueue",
     "ArraySpec",
     "Fifo",
     "MinSize",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import threading
 import time
@@ -24,6 +25,8 @@ _FORMAT_VERSION = 1
 _ITEMS_FILE = "items.npz"
 _META_FILE = "meta.json"
 _REMOVERS = ("fifo", "lifo")
+# "Could this many be inserted?" answers True only for limiters that never block inserts.
+_UNBOUNDED_INSERTS = 1 << 60
 
 
 class SampleBatch(NamedTuple):
@@ -254,6 +257,22 @@ class Table:
         """Whether sampling a batch of ``batch_size`` now would not block."""
         with self._cond:
             return not self._closed and self._can_sample_locked(batch_size)
+
+    def admitted_inserts(self) -> float:
+        """All-time inserts the rate limiter admits right now: ``num_inserts`` plus the largest
+        batch that could be inserted without blocking (``inf`` when inserts never block).
+
+        Remote inserters use it as a credit: an actor may produce experience while the items it
+        and the others have produced stay below this count, and waits otherwise. That is the
+        table's own rule applied before the items travel, so no channel fills up with items the
+        table would refuse.
+        """
+        with self._cond:
+            if self._rate_limiter.can_insert(len(self._order), self._num_inserts,
+                                             self._num_samples, _UNBOUNDED_INSERTS):
+                return math.inf
+            return float(self._num_inserts + self._rate_limiter.max_insertable(
+                len(self._order), self._num_inserts, self._num_samples, _UNBOUNDED_INSERTS))
 
     def _can_insert_locked(self, n: int) -> bool:
         return self._rate_limiter.can_insert(len(self._order), self._num_inserts,

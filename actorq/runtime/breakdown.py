@@ -1,8 +1,9 @@
 """Per-actor runtime breakdown, as reported in the QuaRL/ActorQ paper.
 
-Each actor accumulates wall time in five sections: policy ``inference``, ``env`` stepping,
-weight ``pull`` (fetching the published policy), ``deserialize`` (unpacking the buffer) and
-``load`` (installing the weights into the policy), plus bytes pulled and env steps taken.
+Each actor accumulates wall time in six sections: policy ``inference``, ``env`` stepping,
+weight ``pull`` (fetching the published policy), ``deserialize`` (unpacking the buffer),
+``load`` (installing the weights into the policy) and ``blocked`` (waiting for the replay's rate
+limiter to admit more experience), plus bytes pulled and env steps taken.
 
     breakdown = RuntimeBreakdown()
     with breakdown.time("inference"):
@@ -16,13 +17,13 @@ weight ``pull`` (fetching the published policy), ``deserialize`` (unpacking the 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Final
 
 __all__ = ["SECTIONS", "RuntimeBreakdown", "markdown_table"]
 
-SECTIONS: Final[tuple[str, ...]] = ("inference", "env", "pull", "deserialize", "load")
+SECTIONS: Final[tuple[str, ...]] = ("inference", "env", "pull", "deserialize", "load", "blocked")
 
 _SECTION_SET: Final[frozenset[str]] = frozenset(SECTIONS)
 
@@ -47,7 +48,7 @@ class _SectionTimer:
         self._start = 0.0
 
     def __enter__(self) -> None:
-        self._start = time.perf_counter()
+        self._start = self._breakdown.clock()
 
     def __exit__(
         self,
@@ -56,7 +57,7 @@ class _SectionTimer:
         tb: TracebackType | None,
     ) -> None:
         # Count the time even if the block raised: it was spent.
-        self._breakdown.add(self._section, time.perf_counter() - self._start)
+        self._breakdown.add(self._section, self._breakdown.clock() - self._start)
 
 
 class RuntimeBreakdown:
@@ -69,8 +70,10 @@ class RuntimeBreakdown:
     Not thread-safe: one breakdown per actor loop.
     """
 
-    def __init__(self) -> None:
-        """Start an empty breakdown; the wall clock starts now."""
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        """Start an empty breakdown; the wall clock starts now. ``clock`` (seconds) is
+        injectable so that tests can drive time."""
+        self.clock = clock
         self._clear()
 
     def _clear(self) -> None:
@@ -78,7 +81,7 @@ class RuntimeBreakdown:
         self._calls: dict[str, int] = dict.fromkeys(SECTIONS, 0)
         self._bytes_pulled = 0
         self._env_steps = 0
-        self._start = time.perf_counter()
+        self._start = self.clock()
         self._frozen_wall_s: float | None = None
 
     # Recording.
@@ -119,7 +122,7 @@ class RuntimeBreakdown:
         """Seconds since creation or reset (frozen for snapshots)."""
         if self._frozen_wall_s is not None:
             return self._frozen_wall_s
-        return time.perf_counter() - self._start
+        return self.clock() - self._start
 
     @property
     def bytes_pulled(self) -> int:

@@ -25,6 +25,12 @@ How the integer graph is built, and why (measured on the 24 -> 2048x3 -> 6 polic
   uint8 values (``Clip`` on ``[128 - m, 128 + m]``). Because the bounds are integers,
   clip-then-round equals round-then-clip, and the uint8 pass reads 4x fewer bytes than a float
   clip.
+* On x86 CPUs without VNNI (AVX2 only) MLAS's u8 x s8 kernel adds pairs of products into a
+  saturating int16 (``vpmaddubsw``), so uint8 values above 127 can clip: measured max error 0.18
+  on a 2-layer policy on an AMD EPYC (Milan). ReLU-fed rows stay in ``[0, 127]`` and are exact
+  everywhere; the observation layer's ``q + 128`` rows are not. That layer's kernel therefore goes
+  to ORT as ``uint8`` (``kernel + 128``, ``b_zero_point = 128``): ``u8 x u8`` widens to int16
+  before multiplying and is exact on every CPU, at a negligible cost (it is the small layer).
 * Input after a ReLU is non-negative, so the ReLU is folded into the next layer's quantization.
   ``max|relu(y)| == max(max(y), 0)``, and ``QuantizeLinear`` with zero point 0 saturates negatives
   to 0. Those rows go to the matmul as uint8 ``[0, m]`` with zero point 0. No Abs or Relu node is
@@ -88,6 +94,7 @@ the cost (paper int8 policy: ~20 ms, mostly ORT's weight pre-packing).
 
 from __future__ import annotations
 
+import functools
 import time
 
 import ml_dtypes
@@ -139,12 +146,59 @@ def package_signature(package: PolicyPackage) -> tuple:
     )
 
 
-def graph_weights(package: PolicyPackage) -> dict[str, np.ndarray]:
-    """The graph's named weight arrays (int8 kernels are used as they are, without a copy)."""
+@functools.cache
+def u8s8_saturates() -> bool:
+    """Whether this machine's ORT ``u8 x s8`` kernel saturates pairs of products to int16.
+
+    x86 CPUs without VNNI (AVX2 only, e.g. AMD EPYC Milan) run MLAS's u8 x s8 GEMM on
+    ``vpmaddubsw``, which adds two u8 x s8 products into a *saturating* int16: any pair with
+    u8 values above 127 can clip (255 * 127 * 2 > 32767). With VNNI the sum is exact int32.
+    Probed once per process on a 1 x 2 product that saturates on such machines.
+    """
+    a = np.array([[255, 255]], np.uint8)
+    b = np.array([[127], [127]], np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
+    graph = helper.make_graph(
+        [node], "probe", [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1])],
+        [numpy_helper.from_array(b, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    session = ort.InferenceSession(model.SerializeToString(), session_options(),
+                                   providers=["CPUExecutionProvider"])
+    return int(session.run(None, {"a": a})[0][0, 0]) != 2 * 255 * 127
+
+
+def signed_input_layers(package: PolicyPackage) -> frozenset[int]:
+    """Integer layers of the exact graph whose uint8 input can exceed 127: those not fed by a
+    ReLU (the observation layer), quantized as ``q + 128``. ReLU-fed rows stay in ``[0, 127]``,
+    where ``u8 x s8`` is exact on every CPU."""
+    return frozenset(
+        i for i, layer in enumerate(package.layers)
+        if layer.kernel_scale is not None and not (i > 0 and package.activation == "relu")
+    )
+
+
+def graph_weights(
+    package: PolicyPackage, unsigned_kernels: frozenset[int] | None = None
+) -> dict[str, np.ndarray]:
+    """The graph's named weight arrays (int8 kernels are used as they are, without a copy).
+
+    ``unsigned_kernels``: integer layers whose kernel goes to ORT as ``uint8`` (``kernel + 128``
+    with zero point 128; default :func:`signed_input_layers`). ``u8 x u8`` widens to int16
+    before multiplying, so it is exact on every CPU, where ``u8 x s8`` is not (see
+    :func:`u8s8_saturates`).
+    """
+    if unsigned_kernels is None:
+        unsigned_kernels = signed_input_layers(package)
     weights = {}
     for i, layer in enumerate(package.layers):
         if layer.kernel_scale is not None:
-            weights[f"kernel_{i}"] = layer.kernel
+            if i in unsigned_kernels:
+                weights[f"kernel_{i}"] = (layer.kernel.astype(np.int16) + 128).astype(np.uint8)
+            else:
+                weights[f"kernel_{i}"] = layer.kernel
             weights[f"kernel_scale_{i}"] = np.asarray(layer.kernel_scale, np.float32).reshape(-1)
         else:  # fp32 as is; fp16 / bf16 -> fp32 is exact
             weights[f"kernel_{i}"] = np.asarray(layer.kernel).astype(np.float32, copy=False)
@@ -191,6 +245,7 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         c_inv_bound = g.const(np.float32(1.0) / np.float32(quant_bound(bits)))
         c_one = g.const(np.float32(1.0))
         c_zp_signed, c_zp_unsigned = g.const(np.uint8(128)), g.const(np.uint8(0))
+        unsigned_kernels = signed_input_layers(package)
         # clip bounds +-m in the uint8 domain: [0, m] (ReLU rows, zp 0), [128 - m, 128 + m]
         c_u_high = g.const(np.uint8(limit))
         c_s_low, c_s_high = g.const(np.uint8(128 - limit)), g.const(np.uint8(128 + limit))
@@ -216,11 +271,10 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
                 xq = g.op("QuantizeLinear", [scaled, c_one, c_zp_signed])
                 xq = g.op("Clip", [xq, c_s_low, c_s_high])
                 zero_point = c_zp_signed
-            y = g.op(
-                "MatMulIntegerToFloat",
-                [xq, f"kernel_{i}", x_scale, f"kernel_scale_{i}", zero_point],
-                domain=MS_DOMAIN,
-            )
+            inputs = [xq, f"kernel_{i}", x_scale, f"kernel_scale_{i}", zero_point]
+            if i in unsigned_kernels:  # u8 x u8: exact on CPUs without VNNI too
+                inputs.append(c_zp_signed)
+            y = g.op("MatMulIntegerToFloat", inputs, domain=MS_DOMAIN)
         else:
             if relu_pending:
                 x = g.op("Relu", [x])
@@ -303,10 +357,19 @@ def fused_eligible(package: PolicyPackage) -> bool:
     )
 
 
+def fused_unsigned_kernels(package: PolicyPackage) -> frozenset[int]:
+    """The fused graph's activations are asymmetric uint8 in ``[0, 255]``: on CPUs whose
+    ``u8 x s8`` kernel saturates (:func:`u8s8_saturates`) every integer kernel goes as uint8
+    (exact, slower); elsewhere none does (ORT's fast path)."""
+    if not u8s8_saturates():
+        return frozenset()
+    return frozenset(i for i, layer in enumerate(package.layers) if layer.kernel_scale is not None)
+
+
 def fused_graph_weights(package: PolicyPackage) -> dict[str, np.ndarray]:
     """:func:`graph_weights`, with ``bias_i`` of every integer layer replaced by
     ``bias_over_scale_i = bias_i / kernel_scale_i`` (the fused graph's weights)."""
-    weights = graph_weights(package)
+    weights = graph_weights(package, fused_unsigned_kernels(package))
     for i, layer in enumerate(package.layers):
         if layer.kernel_scale is not None:
             ratio = _bias_over_scale(layer)
@@ -335,13 +398,16 @@ def build_fused_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.
     weights = fused_graph_weights(package)
     g = _Graph()
     b_zero_point = g.const(np.int8(0))  # symmetric weights; the int8 type selects u8 x s8
+    b_zero_point_unsigned = g.const(np.uint8(128))  # kernel + 128 as uint8: u8 x u8
+    unsigned_kernels = fused_unsigned_kernels(package)
     unit_scale = g.const(np.float32(1.0))
     x = INPUT
     for i, layer in enumerate(package.layers):
         if layer.kernel_scale is not None:
+            zero_point = b_zero_point_unsigned if i in unsigned_kernels else b_zero_point
             y = g.op(
                 "DynamicQuantizeMatMul",
-                [x, f"kernel_{i}", unit_scale, b_zero_point, f"bias_over_scale_{i}"],
+                [x, f"kernel_{i}", unit_scale, zero_point, f"bias_over_scale_{i}"],
                 domain=MS_DOMAIN,
             )
             y = g.op("Mul", [y, f"kernel_scale_{i}"])

@@ -129,9 +129,12 @@ class DQNLearner:
         raw = next(self._batches)
         batch = {k: raw[k] for k in LEARNER_FIELDS}
         calls, size = raw["reward"].shape
-        if self._config.prioritized and self._replay_size is not None:
+        if self._config.prioritized and ("table_size" in raw or self._replay_size is not None):
+            # The size at sample time, not now: the table may have changed (or, at warm-up, be
+            # empty) since.
+            table_size = int(raw["table_size"]) if "table_size" in raw else self._replay_size()
             weights = importance_weights(
-                raw["probabilities"].reshape(-1), self._replay_size(), self._config.importance_beta
+                raw["probabilities"].reshape(-1), table_size, self._config.importance_beta
             ).reshape(calls, size).astype(np.float32)
         else:
             weights = np.ones((calls, size), np.float32)

@@ -1,0 +1,125 @@
+"""One pacing rule for every launcher: the replay table's rate limiter.
+
+``config.replay.rate_limiter`` picks it:
+
+* ``"ratio"`` (default): Reverb's ``SampleToInsertRatio(samples_per_insert, min_size,
+  error_buffer)``, as Acme's D4PG builds it (``error_buffer = min_size * tolerance *
+  samples_per_insert``, tolerance 0.1). The learner waits when it is ahead (its samples block),
+  and actors wait when it falls behind (their inserts block), so a learner that shares CPU
+  cores with its actors still gets its share.
+* ``"none"``: Reverb's ``MinSize``: actors are never blocked and the learner samples as fast as
+  it can once ``min_size`` items are in (the paper's setting, right for an accelerator learner).
+
+The table applies the rule. Experience reaches it through an
+:class:`~actorq.replay.admission.AdmissionQueue` (which inserts what the limiter admits), and the
+learner steps only when ``table.can_sample(batch)``. Actors are remote, so they get the same rule
+as a credit: :class:`ActorPacing` turns ``table.admitted_inserts()`` into a global actor-step
+limit that the launcher shares through its control channel. An actor at the limit flushes its
+experience and waits (the ``blocked`` column of the runtime breakdown), still answering stop
+requests and supervision.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import ml_collections
+
+from actorq.replay import MinSize, RateLimiter, SampleToInsertRatio, Table
+
+RATE_LIMITERS = ("ratio", "none")
+# Step limit shared when inserts never block (fits the control channel's int64).
+UNLIMITED_STEPS = 1 << 62
+DEFAULT_TOLERANCE = 0.1  # Acme's samples_per_insert_tolerance_rate
+
+
+def _batch_items(builder: Any) -> int:
+    return int(builder.config.batch_size) * int(builder.config.sgd_steps_per_call)
+
+
+def error_buffer(config: ml_collections.ConfigDict, builder: Any) -> float:
+    """Acme's error buffer, ``min_size * tolerance * samples_per_insert``, raised where needed so
+    that one learner call always fits between the limiter's bounds (or the two sides could wait
+    for each other forever)."""
+    replay = config.replay
+    spi = float(replay.samples_per_insert)
+    tolerance = float(replay.get("samples_per_insert_tolerance", DEFAULT_TOLERANCE))
+    return max(float(replay.min_size) * tolerance * spi, _batch_items(builder) + 2.0 * spi)
+
+
+def check_pacing(config: ml_collections.ConfigDict) -> None:
+    """Fails with a clear message on replay settings that cannot pace a run."""
+    replay = config.replay
+    kind = replay.get("rate_limiter", "ratio")
+    if kind not in RATE_LIMITERS:
+        raise ValueError(
+            f"unknown replay.rate_limiter {kind!r}; valid: {', '.join(RATE_LIMITERS)}")
+    if int(replay.min_size) < 1:
+        raise ValueError(f"replay.min_size must be >= 1, got {replay.min_size}")
+    if kind == "none":
+        if config.launcher == "single":
+            raise ValueError(
+                "replay.rate_limiter='none' lets actors run unpaced, but launcher 'single' "
+                "interleaves one actor with the learner in one thread: there is nothing to pace "
+                "against. Use rate_limiter='ratio', or launcher 'local' or 'ray'.")
+        return
+    spi = float(replay.samples_per_insert)
+    if not (math.isfinite(spi) and spi > 0):
+        raise ValueError(
+            f"replay.rate_limiter='ratio' needs replay.samples_per_insert > 0, got {spi}")
+    mts = int(replay.max_times_sampled)
+    if mts != 0:
+        raise ValueError(
+            f"replay.rate_limiter='ratio' paces samples per insert itself; "
+            f"replay.max_times_sampled={mts} would delete items while the limiter still counts "
+            "on sampling them (with samples_per_insert > max_times_sampled the learner can never "
+            "reach its ratio). Set replay.max_times_sampled=0, or use rate_limiter='none' "
+            "(the paper's never-blocked actors with max_times_sampled=16).")
+    tolerance = float(replay.get("samples_per_insert_tolerance", DEFAULT_TOLERANCE))
+    if not (math.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(
+            f"replay.samples_per_insert_tolerance must be >= 0, got {tolerance}")
+
+
+def make_rate_limiter(config: ml_collections.ConfigDict, builder: Any) -> RateLimiter:
+    """The table's rate limiter for ``config.replay`` (see the module docstring)."""
+    check_pacing(config)
+    replay = config.replay
+    if replay.get("rate_limiter", "ratio") == "none":
+        return MinSize(int(replay.min_size))
+    return SampleToInsertRatio(float(replay.samples_per_insert), int(replay.min_size),
+                               error_buffer(config, builder))
+
+
+class ActorPacing:
+    """The table's insert admission as a global actor-step limit.
+
+    Every env step eventually becomes one replay item, so actors may take as many steps (this
+    run) as the table has admitted items (this run), plus ``slack``: the items each actor can hold
+    back through no fault of its own (n-step adders emit an item only ``n`` steps later; one
+    batched call steps ``envs_per_actor`` environments past the limit). Actors flush their
+    experience chunk before they wait. An actor killed mid-run loses what it held (adders and an
+    unsent chunk), so each restart widens the slack by that much. Without the slack
+    actors could stop short of what the learner needs to sample, and both would wait.
+    """
+
+    def __init__(self, table: Table, base_steps: int, num_actors: int, envs_per_actor: int,
+                 n_step: int, chunk_size: int) -> None:
+        self._table = table
+        self._offset = int(base_steps) - table.num_inserts
+        self._per_actor = int(envs_per_actor) * (int(n_step) + 1)
+        self._slack = int(num_actors) * self._per_actor
+        self._lost_per_restart = self._per_actor + int(chunk_size)
+
+    def step_limit(self) -> int:
+        """Global actor steps allowed now (``UNLIMITED_STEPS`` when inserts never block)."""
+        admitted = self._table.admitted_inserts()
+        if math.isinf(admitted):
+            return UNLIMITED_STEPS
+        return self._offset + int(admitted) + self._slack
+
+    def actor_restarted(self) -> None:
+        """An actor died and lost the experience it held (its adders and its unsent chunk):
+        allow for it."""
+        self._slack += self._lost_per_restart
