@@ -99,6 +99,7 @@ def measure(config: Any, republish_every_s: float,
     from actorq.quantization import make_quantizer
     from launchpad_programs import local_launcher, nodes, pacing
     from launchpad_programs.shared_policy import SharedPolicyPublisher
+    from launchpad_programs.workers import peak_rss_mib
 
     builder = nodes.make_builder_for(config)
     network = builder.policy_network
@@ -195,6 +196,7 @@ def measure(config: Any, republish_every_s: float,
         "package_bytes": len(package),
         "startup_s": float(ready["startup_s"]),
         "peak_rss_mib": float(report["peak_rss_mib"]),
+        "parent_peak_rss_mib": peak_rss_mib(),  # this process: JAX and the learner's network
         "imports_jax": bool(report.get("imports_jax")),
         "envs_per_actor": int(config.get("envs_per_actor", 1)),
         "transitions_sent": transitions,

@@ -106,7 +106,7 @@ def test_actor_throughput_runs_real_actor_processes_and_keeps_the_best_round(tmp
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.actor_throughput", "--task=cartpole", "--hidden=32,32",
          "--steps=300", "--rounds=2", "--runtime=onnxruntime", "--pull_period=100",
-         "--republish_every_s=0.05", f"--json_out={out}"],
+         "--republish_every_pull", f"--json_out={out}"],
         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("round 2/2") == 2  # fp32 and int8, second round
@@ -114,7 +114,12 @@ def test_actor_throughput_runs_real_actor_processes_and_keeps_the_best_round(tmp
     rows = json.loads(out.read_text())
     for key in ("fp32/onnxruntime", "int8/onnxruntime"):
         row = rows[key]
-        assert row["steps"] > 250 and row["steps_per_s"] > 0 and row["num_pulls"] >= 1
+        # A new version is published before each pull (steps 100 and 200; the pull at step 0
+        # is start-up), whatever the machine's speed.
+        assert row["steps"] > 250 and row["steps_per_s"] > 0 and row["num_pulls"] == 2
         assert row["round"] in (1, 2) and row["imports_jax"] is False
-        assert 0 < row["peak_rss_mib"] < 400  # the actor's own memory, not its parent's
+        assert row["blocked_ms_per_step"] > 0  # held at mid-period until each version is out
+        # The actor's own memory, not its parent's: the parent holds JAX and the network, the
+        # ONNX Runtime actor neither, on any machine.
+        assert 0 < row["peak_rss_mib"] < row["parent_peak_rss_mib"]
     assert rows["fp32/onnxruntime"]["package_bytes"] > rows["int8/onnxruntime"]["package_bytes"]

@@ -219,21 +219,27 @@ def test_tanh_log_det_softplus_fix():
     # Exact log(1 - tanh(u)^2) = log 4 - 2|u| - 2 log1p(exp(-2|u|)).
     exact = math.log(4) - 2 * np.abs(u64) - 2 * np.log1p(np.exp(-2 * np.abs(u64)))
 
-    naive = np.asarray(lowp.naive_tanh_log_det_jacobian(u, axis=None), np.float64)
-    assert naive[0, 0] == -np.inf and naive[0, 1] == -np.inf and naive[1, 1] == -np.inf
+    @jax.jit
+    def evaluate(u):
+        return {
+            "naive": lowp.naive_tanh_log_det_jacobian(u, axis=None),
+            "fixed": lowp.tanh_log_det_jacobian(u, axis=None),
+            "summed": lowp.tanh_log_det_jacobian(u),
+            "grad": jax.grad(lambda v: lowp.tanh_log_det_jacobian(v).sum())(u),
+            "naive_grad": jax.grad(lambda v: lowp.naive_tanh_log_det_jacobian(v).sum())(u),
+        }
 
-    fixed = lowp.tanh_log_det_jacobian(u, axis=None)
-    assert fixed.dtype == F16
-    np.testing.assert_allclose(np.asarray(fixed, np.float64), exact, rtol=2e-3, atol=2e-3)
-    summed = lowp.tanh_log_det_jacobian(u)
-    assert summed.shape == (2,)
-    np.testing.assert_allclose(np.asarray(summed, np.float64), exact.sum(-1), rtol=3e-3)
+    out = jax.tree.map(lambda x: np.asarray(x, np.float64), evaluate(u))
+    assert evaluate(u)["fixed"].dtype == F16
+    naive = out["naive"]
+    assert naive[0, 0] == -np.inf and naive[0, 1] == -np.inf and naive[1, 1] == -np.inf
+    np.testing.assert_allclose(out["fixed"], exact, rtol=2e-3, atol=2e-3)
+    assert out["summed"].shape == (2,)
+    np.testing.assert_allclose(out["summed"], exact.sum(-1), rtol=3e-3)
 
     # Backward pass: d/du = -2 tanh(u); the naive one is NaN at saturation.
-    grad = jax.grad(lambda v: lowp.tanh_log_det_jacobian(v).sum())(u)
-    np.testing.assert_allclose(np.asarray(grad, np.float64), -2 * np.tanh(u64), atol=5e-3)
-    naive_grad = jax.grad(lambda v: lowp.naive_tanh_log_det_jacobian(v).sum())(u)
-    assert not np.isfinite(np.asarray(naive_grad, np.float32)[0, 0])
+    np.testing.assert_allclose(out["grad"], -2 * np.tanh(u64), atol=5e-3)
+    assert not np.isfinite(out["naive_grad"][0, 0])
 
 
 # --- 4. normal-fix ----------------------------------------------------------------------------
@@ -310,8 +316,7 @@ def test_polyak_update_kahan_momentum():
     naive, kahan, exact = _polyak_run(1.1, 1000)
     assert naive == naive100 == pytest.approx(1.00195, abs=1e-5)
     assert abs(naive - exact) > 0.09
-    assert kahan == pytest.approx(exact, abs=1e-2)
-    assert kahan == pytest.approx(exact, abs=2e-3)
+    assert kahan == pytest.approx(exact, abs=2e-3)  # about 2 fp16 ulps
 
 
 # --- 6. Kahan-gradients -----------------------------------------------------------------------
@@ -319,12 +324,15 @@ def test_polyak_update_kahan_momentum():
 
 def test_kahan_gradients_accumulate_tiny_updates():
     steps, lr = 1000, 1e-4
-    p32 = jnp.ones(2, jnp.float32)
     opt = optax.adam(lr)
-    s32 = opt.init(p32)
-    for _ in range(steps):
-        u, s32 = opt.update(-jnp.ones(2, jnp.float32), s32, p32)
-        p32 = optax.apply_updates(p32, u)
+
+    def fp32_body(_, carry):
+        p, s = carry
+        u, s = opt.update(-jnp.ones(2, jnp.float32), s, p)
+        return optax.apply_updates(p, u), s
+
+    p32 = jnp.ones(2, jnp.float32)
+    p32, _ = jax.jit(lambda p: jax.lax.fori_loop(0, steps, fp32_body, (p, opt.init(p))))(p32)
     exact = float(p32[0])
     assert exact == pytest.approx(1.1, abs=1e-3)
 
@@ -360,7 +368,7 @@ def test_kahan_gradients_accumulate_tiny_updates():
 # --- end to end -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("precision", "tol"), [("fp16", 0.03), ("bf16", 0.06), ("fp32", 0.03)])
+@pytest.mark.parametrize(("precision", "tol"), [("fp16", 1e-2), ("bf16", 2e-2), ("fp32", 1e-2)])
 def test_end_to_end_quadratic_pure_low_precision(precision, tol):
     dtype = lowp.dtype_of(precision)
     curvature = {"w": jnp.array([1.0, 10.0, 0.1, 100.0]), "b": jnp.array([3.0])}
@@ -395,11 +403,15 @@ def test_end_to_end_quadratic_pure_low_precision(precision, tol):
         np.testing.assert_allclose(
             np.asarray(leaf, np.float32), np.asarray(target, np.float32), atol=tol
         )
-    assert float(loss(p)) < 1e-2
+    assert float(loss(p)) < 1e-4
     if precision == "fp16":
-        # Scaled gradients of 1e4 * 100 * 0.01 ... overflow early on: steps were skipped.
-        assert int(jnp.sum(infos.skipped)) >= 1
-        assert np.isfinite(float(lowp.current_loss_scale(state)))
+        # The backward pass of 0.5 * a * (x - o)**2 * scale carries 0.5 * 100 * scale, which
+        # overflows fp16 at 1e4, 5e3 and 2.5e3: the first three steps are skipped, and each later
+        # attempt to double back to 2.5e3 is skipped again.
+        skipped = np.asarray(infos.skipped)
+        assert skipped[:3].all() and not skipped[3:50].any()
+        assert float(lowp.current_loss_scale(state)) == 1250.0
+        assert 2500.0 in np.asarray(infos.loss_scale, np.float32)
 
 
 # --- helpers ----------------------------------------------------------------------------------

@@ -192,6 +192,10 @@ def test_xla_batch1_int8_call_avoids_the_slow_matrix_vector_path():
     runtime.MIN_INT_ROWS = 1  # what the runtime would run without padding
     slow = runtime.lower(1).compile().as_text()
     slow_dots = _dots(slow)
+    if slow_dots and all(ops == ["s8", "s8"] for _, ops in slow_dots):
+        # Not a failure of ours: XLA improved. The padding is then no longer needed.
+        pytest.skip("this XLA lowers the batch-1 int8 dot to s8 x s8 itself: "
+                    "XlaRuntime's 2-row padding can go (benchmarks/policy_inference.py)")
     assert slow_dots and all(ops == ["s32", "s32"] for _, ops in slow_dots), slow_dots
     kernel_converts = re.findall(r"s32\[(\d+),(\d+)\]\{1,0\} convert\(%param", slow)
     assert ("2048", "2048") in kernel_converts, kernel_converts

@@ -138,12 +138,12 @@ def test_ptq_study_end_to_end(trained_run: Path, tmp_path: Path) -> None:
     assert len(fp32["returns"]) == 5
     # Training is not bitwise reproducible, so this policy varies between runs. A 4000-step
     # policy sits near Q-value ties on many states, so int8 flips some greedy actions (77-99%
-    # agreement over 7 trained policies) while its Q-values barely move (KL ~1e-5..2e-4, 10x+
-    # below int4's). Its return stayed close to fp32's in all of them: within 25%, or within two
-    # episode-return standard deviations (one policy lost 27% with std 93).
-    diff = abs(fp32["mean_return"] - int8["mean_return"])
-    spread = 2 * max(fp32["std_return"], int8["std_return"])
-    assert abs(int8["relative_error"]) < 0.25 or diff <= spread, (fp32, int8)
+    # agreement over 7 trained policies) and its return can move either way: the return of one
+    # such policy says nothing about int8. What must hold is the study's arithmetic and the
+    # ordering of the precisions on the same observations.
+    expected = (fp32["mean_return"] - int8["mean_return"]) / abs(fp32["mean_return"])
+    assert int8["relative_error"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
+    assert int8["mean_return"] == pytest.approx(sum(int8["returns"]) / len(int8["returns"]))
     assert int8["agreement"] > 0.6 and 0.0 < int8["kl_mean"] < 0.01
     assert int8["kl_mean"] < rows["int4"]["kl_mean"]
     assert rows["fp16"]["agreement"] > 0.9

@@ -64,8 +64,8 @@ def gaussian_log_prob(
     ``z = (x - mean) * exp(-log_std)`` is formed first and only ``z`` is squared, as
     ``-(z * sqrt(1/2))**2``, so that term overflows only when the log-density itself does. Neither
     ``sigma**2`` nor ``(x - mean)**2`` is ever formed. In fp16 ``exp(-log_std)`` is finite for
-    ``log_std > -11.09``, which covers SAC's usual clamp of ``log_std`` (e.g. ``[-5, 2]`` or
-    ``[-20, 2]`` down to -11). ``axis=None`` returns the elementwise terms.
+    ``log_std > -11.09``: enough for a ``[-5, 2]`` clamp, while a ``[-20, 2]`` clamp must be
+    raised to about -11 for fp16. ``axis=None`` returns the elementwise terms.
     """
     x, mean, log_std = jnp.asarray(x), jnp.asarray(mean), jnp.asarray(log_std)
     w = (x - mean) * jnp.exp(-log_std) * _SQRT_HALF

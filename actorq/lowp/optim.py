@@ -64,11 +64,9 @@ def _f32(x: float | jax.Array) -> jax.Array:
 
 
 def _init_moments(params: Params, use_hadam: bool) -> Moments:
+    cls = HAdamState if use_hadam else NaiveAdamState
     zeros = jax.tree.map(jnp.zeros_like, params)
-    count = jnp.zeros((), jnp.int32)
-    if use_hadam:
-        return HAdamState(count, zeros, jax.tree.map(jnp.zeros_like, params))
-    return NaiveAdamState(count, zeros, jax.tree.map(jnp.zeros_like, params))
+    return cls(jnp.zeros((), jnp.int32), zeros, jax.tree.map(jnp.zeros_like, params))
 
 
 def _hypot(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -79,10 +77,10 @@ def _hypot(a: jax.Array, b: jax.Array) -> jax.Array:
     """
     hi = jnp.maximum(a, b)
     lo = jnp.minimum(a, b)
-    positive = hi > 0
-    r = lo / jnp.where(positive, hi, jnp.ones_like(hi))
+    r = lo / jnp.where(hi > 0, hi, jnp.ones_like(hi))
     r2 = r * r
-    return jnp.where(positive, hi + hi * (r2 / (1 + jnp.sqrt(1 + r2))), jnp.zeros_like(hi))
+    # The r2 > 0 guard keeps hypot(inf, finite) = inf (not inf * 0); NaN still propagates via hi.
+    return hi + jnp.where(r2 > 0, hi * (r2 / (1 + jnp.sqrt(1 + r2))), jnp.zeros_like(hi))
 
 
 def _hypot_ema(root_v: jax.Array, g: jax.Array, b2: float) -> jax.Array:
@@ -136,8 +134,9 @@ def _update_moments(
             denom = s * jnp.sqrt(inv_bc2).astype(dt) + eps
             # eps may round to 0 in fp16 (1e-8 does): a parameter whose gradients were all zero
             # gets a zero step, not 0/0.
-            safe = jnp.where(denom > 0, denom, jnp.ones_like(denom))
-            return jnp.where(denom > 0, m_hat / safe, jnp.zeros_like(m_hat))
+            zero = denom == 0
+            safe = jnp.where(zero, jnp.ones_like(denom), denom)
+            return jnp.where(zero, jnp.zeros_like(m_hat), m_hat / safe)
         return m_hat / (jnp.sqrt(s * inv_bc2.astype(dt)) + eps)
 
     mu = jax.tree.map(mu_leaf, grads, state.mu)
@@ -342,7 +341,8 @@ def lowp_adam_init(params: Params, config: LowpAdamConfig) -> LowpAdamState:
     """Optimizer state for ``params`` (moments, Kahan buffers, loss scale) in the params' dtype."""
     dtype = _scale_dtype(params)
     scale = config.init_scale if config.loss_scaling else 1.0
-    stored = np.asarray(scale, dtype=dtype)
+    with np.errstate(over="ignore"):
+        stored = np.asarray(scale, dtype=dtype)
     if not np.isfinite(stored) or stored <= 0:
         raise ValueError(f"init_scale {scale} is not representable in {dtype}")
     return LowpAdamState(

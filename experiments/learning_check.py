@@ -1,0 +1,160 @@
+"""Does a preset learn, and how reliably? Runs seeds and reports when each reached a target.
+
+    python -m experiments.learning_check --config=configs/dqn_actorq.py:cartpole_small \\
+        --quantizers=fp32 --seeds=0,1,2,3,4 --threshold=475 --within_steps=50000 \\
+        --out_dir=runs/learning_dqn_cartpole
+
+Runs (or reuses, or resumes) every (quantizer, seed) into ``<out_dir>/<quantizer>_seed<seed>``,
+then writes ``learning.md`` and ``learning.json`` there. Per run: the first evaluation at or
+above ``--threshold`` (actor steps, learner steps and wall seconds: step counts compare across
+machines, seconds do not), the final evaluation, and the best one. Per quantizer: how many seeds
+reached the threshold within ``--within_steps`` actor steps and how many ended at or above it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from absl import app, flags
+from ml_collections import config_flags
+
+from actorq.metrics.loggers import read_jsonl
+
+
+def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
+                   key: str = "eval_return") -> dict[str, Any] | None:
+    """The first evaluation row whose ``key`` is at least ``threshold``, or None."""
+    for row in evals:
+        if float(row[key]) >= threshold:
+            return row
+    return None
+
+
+def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
+    """One run's row: first evaluation at/above ``threshold``, final and best evaluation."""
+    evals = read_jsonl(run_dir / "eval.jsonl")
+    if not evals:
+        raise ValueError(f"{run_dir} has no evaluations (eval.jsonl is empty)")
+    config = json.loads((run_dir / "config.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    hit = first_reaching(evals, threshold)
+    final = evals[-1]
+    best = max(evals, key=lambda row: float(row["eval_return"]))
+    return {
+        "run_dir": str(run_dir),
+        "quantizer": config["quantizer"],
+        "seed": int(config["seed"]),
+        "first_hit_actor_steps": None if hit is None else int(hit["actor_steps"]),
+        "first_hit_learner_steps": None if hit is None else int(hit["learner_steps"]),
+        "first_hit_wall_s": None if hit is None else float(hit["wall_time_s"]),
+        "final_return": float(final["eval_return"]),
+        "final_actor_steps": int(final["actor_steps"]),
+        "best_return": float(best["eval_return"]),
+        "best_actor_steps": int(best["actor_steps"]),
+        "learner_steps": int(summary["learner_steps"]),
+        "wall_time_s": float(summary["wall_time_s"]),
+        "eval_episodes": int(config["eval_episodes"]),
+    }
+
+
+def summarize(rows: Sequence[dict[str, Any]], threshold: float,
+              within_steps: int) -> dict[str, dict[str, Any]]:
+    """Per quantizer: seeds, how many reached ``threshold`` within ``within_steps`` actor steps,
+    and how many ended at or above it."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = out.setdefault(row["quantizer"], {"seeds": 0, "reached_within": 0,
+                                                  "final_at_threshold": 0})
+        entry["seeds"] += 1
+        hit = row["first_hit_actor_steps"]
+        entry["reached_within"] += int(hit is not None and hit <= within_steps)
+        entry["final_at_threshold"] += int(row["final_return"] >= threshold)
+    return out
+
+
+def machine_name() -> str:
+    """``lscpu``'s model name and cache sizes (machines of one kind differ up to 5x in speed)."""
+    try:
+        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return platform.processor() or platform.machine()
+    fields = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields[key.strip()] = " ".join(value.split())
+    parts = [fields.get("Model name", "unknown CPU"), f"{fields.get('CPU(s)', '?')} cores"]
+    parts += [f"{name} {fields[name]}" for name in ("L2 cache", "L3 cache") if name in fields]
+    return ", ".join(parts)
+
+
+def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
+             threshold: float, within_steps: int, command: str) -> str:
+    """The ``learning.md`` report."""
+    lines = [
+        f"# Learning check: threshold {threshold:g} within {within_steps:,} actor steps",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Machine: {machine_name()}",
+        "",
+        "| quantizer | seed | first >= threshold: actor steps | learner steps | wall s "
+        "| final return | best return (at step) | wall s total |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        hit = r["first_hit_actor_steps"]
+        if hit is None:
+            reached = "never | - | -"
+        else:
+            reached = (f"{hit:,} | {r['first_hit_learner_steps']:,} | "
+                       f"{r['first_hit_wall_s']:.0f}")
+        lines.append(
+            f"| {r['quantizer']} | {r['seed']} | {reached} | "
+            f"{r['final_return']:.1f} | {r['best_return']:.1f} ({r['best_actor_steps']:,}) | "
+            f"{r['wall_time_s']:.0f} |")
+    lines += ["", "| quantizer | seeds | reached within budget | final >= threshold |",
+              "|---|---:|---:|---:|"]
+    for spec, t in totals.items():
+        lines.append(f"| {spec} | {t['seeds']} | {t['reached_within']} | "
+                     f"{t['final_at_threshold']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    from experiments.speedup_report import run_grid
+
+    config = _CONFIG.value
+    out_dir = Path(_OUT_DIR.value)
+    run_dirs = run_grid(config, _QUANTIZERS.value, _SEEDS.value, out_dir, reuse=_REUSE.value)
+    rows = [summarize_run(path, _THRESHOLD.value) for path in run_dirs]
+    within = _WITHIN.value or int(config.max_actor_steps)
+    totals = summarize(rows, _THRESHOLD.value, within)
+    command = "python -m experiments.learning_check " + " ".join(
+        f"--{name}={flags.FLAGS[name].value}" for name in
+        ("quantizers", "seeds", "threshold", "within_steps", "out_dir"))
+    (out_dir / "learning.json").write_text(json.dumps(
+        {"threshold": _THRESHOLD.value, "within_steps": within, "machine": machine_name(),
+         "runs": rows, "totals": totals}, indent=2) + "\n")
+    text = markdown(rows, totals, _THRESHOLD.value, within, command)
+    (out_dir / "learning.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    _CONFIG = config_flags.DEFINE_config_file("config", None, "experiment config (preset)")
+    _QUANTIZERS = flags.DEFINE_string("quantizers", "fp32", "comma-separated actor precisions")
+    _SEEDS = flags.DEFINE_string("seeds", "0,1,2,3,4", "comma-separated seeds")
+    _THRESHOLD = flags.DEFINE_float("threshold", None, "target evaluation return", required=True)
+    _WITHIN = flags.DEFINE_integer("within_steps", 0,
+                                   "actor-step budget for reaching it (0: max_actor_steps)")
+    _OUT_DIR = flags.DEFINE_string("out_dir", None, "where runs and the report go",
+                                   required=True)
+    _REUSE = flags.DEFINE_bool("reuse", True, "reuse (or resume) runs already in out_dir")
+    flags.mark_flag_as_required("config")
+    app.run(main)
