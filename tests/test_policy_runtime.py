@@ -427,9 +427,13 @@ def test_fused_graph_is_one_dynamic_quantize_matmul_per_layer_with_its_bias(tmp_
     for i in range(n):
         matmul, mul = nodes[3 * i], nodes[3 * i + 1]
         kernel, b_scale, zero_point, bias = matmul.input[1:5]
-        assert init[kernel].data_type == onnx.TensorProto.INT8
+        # u8 x s8 where the CPU sums products exactly (VNNI), u8 x u8 (kernel + 128) where it
+        # saturates them (AVX2 only): see onnx_runtime.u8s8_saturates.
+        kernel_type = (onnx.TensorProto.UINT8 if onnx_runtime.u8s8_saturates()
+                       else onnx.TensorProto.INT8)
+        assert init[kernel].data_type == kernel_type
         assert list(init[b_scale].dims) == [] and onnx.numpy_helper.to_array(init[b_scale]) == 1
-        assert init[zero_point].data_type == onnx.TensorProto.INT8
+        assert init[zero_point].data_type == kernel_type
         assert bias == f"bias_over_scale_{i}"
         layer = package.layers[i]
         np.testing.assert_allclose(weights[bias] * layer.kernel_scale, layer.bias, rtol=1e-6)
@@ -491,3 +495,27 @@ def test_fused_runtime_switches_graphs_and_reuses_them_for_new_versions():
         np.testing.assert_allclose(runtime(obs), reference(spec, SMALL, seed)(obs), atol=atol)
     assert kinds == ["fused", "fused", "exact", "fused"]
     assert runtime.graph_builds == 3  # the same-shape int8 version reused the fused graph
+
+
+def test_observation_layer_is_exact_where_u8_x_s8_saturates():
+    """Inputs that quantize to 127 against +-127 weights: every pair of u8 x s8 products
+    (255 * 127 * 2 with the +128 zero point) overflows int16. CPUs without VNNI (AVX2 only)
+    saturate such pairs in ORT's u8 x s8 kernel (0.18 off on real walker observations before the
+    observation layer went u8 x u8); the exact runtime must still match the reference."""
+    from actorq.runtime import onnx_runtime
+
+    rng = np.random.default_rng(3)
+    kernel = np.where(rng.random((OBS, 16)) < 0.5, 127, -127).astype(np.int8)
+    layers = (
+        q.DenseParams(kernel, np.zeros(16, np.float32), np.full(16, 1e-3, np.float32)),
+        q.DenseParams(np.ones((16, ACT), np.int8), np.zeros(ACT, np.float32),
+                      np.full(ACT, 1e-3, np.float32)),
+    )
+    package = q.PolicyPackage(quantizer="int8", version=1, layers=layers, activation="relu",
+                              output_activation="none", activation_bits=8)
+    runtime = make_policy_runtime("onnxruntime")
+    runtime.load(package)
+    x = np.ones((3, OBS), np.float32) * np.array([[1.0], [2.0], [-3.0]], np.float32)
+    reference = q.make_reference_forward(package)(x)
+    np.testing.assert_allclose(runtime(x), reference, rtol=1e-5, atol=1e-5)
+    assert onnx_runtime.signed_input_layers(package) == frozenset({0})

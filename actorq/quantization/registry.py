@@ -19,6 +19,7 @@ _SPEC = re.compile(r"^([a-z][a-z0-9_]*?)(\d+)$")
 BUILTIN_MODULES = (
     "actorq.quantization.builtin",
     "actorq.quantization.float_input",
+    "actorq.quantization.float_head",
     "actorq.quantization.percentile",
 )
 _builtins_loaded = False
