@@ -117,7 +117,8 @@ def measure(config: Any, republish_every_s: float,
                                                else pacing.UNLIMITED_STEPS)
     reader, writer = ctx.Pipe(duplex=False)
     spec = local_launcher.ChildSpec(
-        node="actor_0", index=0, num_actors=1, config=config, shm_name=publisher.name,
+        node="actor_0", index=0, num_actors=1, config=config,
+        shm_names={str(config.quantizer): publisher.name},
         control=control, conn=writer, t0_wall=time.time(), spawn_time=time.time(),
         parent_pid=os.getpid(), incarnation=0, seed_offset=0, chunk_size=64,
     )

@@ -15,6 +15,9 @@ def base_config(
     config.seed = 0
     # Actors' policy precision: fp32, fp16, bf16, int8, int2..int8, or any registered quantizer.
     config.quantizer = "int8"
+    # A mixed-precision fleet: one precision per actor (e.g. "fp32,int8,int8,int4"); empty: every
+    # actor runs `quantizer`. The learner publishes one package per precision in use.
+    config.actor_quantizers = ""
     # How actors run the package. onnxruntime is the fastest measured path for every precision on
     # x86 CPUs (benchmarks/policy_inference.py); xla is the pure-JAX fallback.
     config.actor_runtime = "onnxruntime"
@@ -59,6 +62,9 @@ def base_config(
 
     config.eval_every_steps = 5_000
     config.eval_episodes = 5
+    # Also score the learner's own fp32 policy at each evaluation (eval_return_fp32 beside
+    # eval_return): tells a quantized policy that was deployed badly from data that was bad.
+    config.eval_fp32 = True
     config.checkpoint_every_steps = 20_000
     # Keep replay contents in checkpoints so --resume continues with the same data.
     config.checkpoint_replay = True

@@ -60,7 +60,7 @@ class LaunchContext:
     actor_steps: list[int]  # steps each actor index already took (resume)
     actor_episodes: list[int]
     t0_wall: float  # time.time() - resumed wall time: rows use time.time() - t0_wall
-    first_package: tuple[int, bytes]
+    first_package: tuple[int, dict[str, bytes]]  # version, package bytes per precision
     eval_at_start: bool
     step_limit: int  # global actor steps the rate limiter allows at start
 
@@ -73,8 +73,8 @@ class Transport(Protocol):
     def start(self, ctx: LaunchContext, on_message: Callable[[Message], None]) -> None:
         """Creates the channels and starts every actor and the evaluator."""
 
-    def publish(self, version: int, data: bytes) -> None:
-        """Puts a new package on the weights channel."""
+    def publish(self, version: int, packages: dict[str, bytes]) -> None:
+        """Puts a new version on the weights channel: one package per precision in use."""
 
     def global_actor_steps(self) -> int:
         """Actor steps taken by all actors, all incarnations, resumed base included."""
@@ -191,7 +191,9 @@ class Driver:
         batch_items = learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
         warmup = _WarmupTable(table)
         learner = nodes.make_learner(config, builder, warmup, sample_timeout=5.0)
-        source = nodes.LearnerVariableSource(learner, builder, config.quantizer)
+        packages = nodes.LearnerPackages(learner, builder, nodes.published_precisions(config))
+        drift = nodes.DriftMonitor(builder, table, int(config.replay.min_size), config.seed)
+        drift_row: dict[str, float] = {}
         checkpointer = Checkpointer(run_dir.checkpoints)
         num_actors = self.program.num_actors
         counters: dict[str, Any] = {
@@ -234,7 +236,7 @@ class Driver:
         # compilation (seconds) is not time in which actors run with no learner.
         compile_start = time.perf_counter()
         warmup.warm_up(learner)
-        first = source.latest()
+        first = packages.latest()
         self._published_version = first[0]
         logging.info("learner and quantizer compiled in %.1f s",
                      time.perf_counter() - compile_start)
@@ -273,8 +275,9 @@ class Driver:
                 "published_version": self._published_version,
                 "policy_lag": learner.steps - self._min_actor_version(),
                 "learner_calls_per_s": log_calls / elapsed,
-                "num_publishes": source.num_packages,
+                "num_publishes": packages.num_packages,
                 **pacing_row(table, self._admission),
+                **drift_row,
                 **learner_metrics,
             })
 
@@ -355,11 +358,12 @@ class Driver:
                 else:
                     due = stale > 0 and now - last_publish_end >= 9.0 * last_publish_cost
                 if due:
-                    version, data = source.latest()
+                    version, data = packages.latest()
                     self.transport.publish(version, data)
                     self._published_version = version
                     last_publish_end = time.perf_counter()
                     last_publish_cost = last_publish_end - now
+                    drift_row = drift.measure(learner, packages) or drift_row
                 if now - last_log >= config.log_every_seconds:
                     write_learner_row(now)
                     last_log, log_calls, log_start = now, 0, now
@@ -392,7 +396,7 @@ class Driver:
                     except Exception:  # noqa: BLE001
                         logging.exception("could not write the final learner row")
                 if not interrupted and failure is None:
-                    self._final_eval(config, builder, source, final_steps, learner.steps,
+                    self._final_eval(config, builder, packages, final_steps, learner.steps,
                                      run_seconds)
                 try:
                     save_checkpoint()
@@ -428,9 +432,10 @@ class Driver:
             "launcher": self.transport.name,
             "num_actors": num_actors,
             "episodes": counters["episodes"],
-            "num_publishes": source.num_packages,
-            "package_bytes": len(source.latest()[1]),
-            "quantize_seconds": source.quantize_seconds,
+            "num_publishes": packages.num_packages,
+            "package_bytes": len(packages.sources[str(config.quantizer)].latest()[1]),
+            "quantize_seconds": packages.quantize_seconds,
+            "actor_quantizers": nodes.actor_quantizers(config),
             "actor_startup_s": self._mean_startup(),
         }
         self.run_dir.write_json("summary.json", result)
@@ -445,16 +450,17 @@ class Driver:
         versions = [v for v in versions if v >= 0]
         return min(versions) if versions else self._published_version
 
-    def _final_eval(self, config: Any, builder: Any, source: Any, actor_steps: int,
+    def _final_eval(self, config: Any, builder: Any, packages: Any, actor_steps: int,
                     learner_steps: int, wall_time_s: float) -> None:
         from launchpad_programs import nodes, workers
 
         try:
-            version, returns = nodes.Evaluator(config, builder).run(source)
+            evaluation = nodes.DualEvaluator(config, builder).run(
+                packages.sources[str(config.quantizer)], packages.sources.get("fp32"))
         except Exception:  # noqa: BLE001
             logging.exception("final evaluation failed")
             return
-        row = workers.eval_row(actor_steps, learner_steps, wall_time_s, version, returns)
+        row = workers.eval_row(actor_steps, learner_steps, wall_time_s, evaluation)
         self._eval_log.write(row)
         self._last_eval = row["eval_return"]
 
@@ -482,8 +488,11 @@ class Driver:
 
     def _write_breakdowns(self) -> None:
         from actorq.runtime.breakdown import markdown_table
+        from launchpad_programs.nodes import actor_quantizers
 
-        summaries = {node: b.summary() for node, b in self._merged_reports().items()}
+        precisions = actor_quantizers(self.config)
+        summaries = {node: {"precision": precisions[int(node.rsplit("_", 1)[1])], **b.summary()}
+                     for node, b in self._merged_reports().items()}
         with self._lock:
             for node, per_node in self._reports.items():
                 if node in summaries and per_node:

@@ -67,7 +67,7 @@ class ChildSpec:
     index: int
     num_actors: int
     config: Any
-    shm_name: str
+    shm_names: dict[str, str]  # weights channel: one shared-memory segment per precision
     control: Any  # multiprocessing RawArray('q')
     conn: Any  # write end of the child's pipe
     t0_wall: float
@@ -138,7 +138,7 @@ def _run_actor(spec: ChildSpec) -> None:
     conn, node, config = spec.conn, spec.node, spec.config
     control = np.ctypeslib.as_array(spec.control)
     builder = nodes.make_builder_for(config)
-    source = SharedPolicySource(spec.shm_name)
+    source = SharedPolicySource(spec.shm_names[nodes.actor_quantizers(config)[spec.index]])
     slot = SLOTS + spec.index
     worker = workers.ActorWorker(
         config, builder, spec.index, spec.num_actors, source,
@@ -211,8 +211,10 @@ def _run_evaluator(spec: ChildSpec) -> None:
     base, max_steps = int(control[BASE_STEPS]), int(config.max_actor_steps)
     every = int(config.eval_every_steps)
     builder = nodes.make_builder_for(config)
-    evaluator = nodes.Evaluator(config, builder)
-    source = SharedPolicySource(spec.shm_name)
+    evaluator = nodes.DualEvaluator(config, builder)
+    source = SharedPolicySource(spec.shm_names[str(config.quantizer)])
+    fp32_source = (SharedPolicySource(spec.shm_names["fp32"])
+                   if nodes.evaluates_fp32(config) else None)
 
     def total() -> int:
         return base + int(slots.sum())
@@ -226,9 +228,9 @@ def _run_evaluator(spec: ChildSpec) -> None:
         if next_eval < max_steps and steps >= next_eval:
             # The row describes the moment the evaluated package was taken.
             learner_steps, wall = int(control[LEARNER_STEPS]), time.time() - spec.t0_wall
-            version, returns = evaluator.run(source)
-            conn.send(("eval", spec.node, workers.eval_row(steps, learner_steps, wall, version,
-                                                           returns)))
+            evaluation = evaluator.run(source, fp32_source)
+            conn.send(("eval", spec.node, workers.eval_row(steps, learner_steps, wall,
+                                                           evaluation)))
             next_eval = (total() // every + 1) * every
         else:
             time.sleep(0.05)
@@ -265,7 +267,7 @@ class LocalTransport:
         self._children: dict[str, _Child] = {}
         self._conns: dict[Any, tuple[str, int]] = {}
         self._conns_lock = threading.Lock()
-        self._publisher = None
+        self._publishers: dict[str, Any] = {}
         self._control = None
         self._ctx: LaunchContext | None = None
         self._receiver: threading.Thread | None = None
@@ -287,8 +289,9 @@ class LocalTransport:
         self._num_actors = ctx.program.num_actors
         self._base = ctx.base_actor_steps
         version, data = ctx.first_package
-        self._publisher = SharedPolicyPublisher.for_package(data)
-        self._publisher.publish(version, data)
+        self._publishers = {precision: SharedPolicyPublisher.for_package(package)
+                            for precision, package in data.items()}
+        self.publish(version, data)
         self._control = self._mp.RawArray("q", SLOTS + self._num_actors)
         control = np.ctypeslib.as_array(self._control)
         control[LEARNER_STEPS] = version
@@ -306,11 +309,12 @@ class LocalTransport:
         self._spawn("evaluator", -1, incarnation=0, seed_offset=0)
 
     def _spawn(self, node: str, index: int, incarnation: int, seed_offset: int) -> None:
-        assert self._ctx is not None and self._publisher is not None
+        assert self._ctx is not None and self._publishers
         reader, writer = self._mp.Pipe(duplex=False)
         spec = ChildSpec(
             node=node, index=index, num_actors=self._num_actors, config=self._ctx.config,
-            shm_name=self._publisher.name, control=self._control, conn=writer,
+            shm_names={p: publisher.name for p, publisher in self._publishers.items()},
+            control=self._control, conn=writer,
             t0_wall=self._ctx.t0_wall, spawn_time=time.time(), parent_pid=os.getpid(),
             incarnation=incarnation, seed_offset=seed_offset,
             chunk_size=self._ctx.program.chunk_size,
@@ -365,8 +369,8 @@ class LocalTransport:
     # ------------------------------------------------------------------------ driver API
 
     def publish(self, version: int, data: bytes) -> None:
-        assert self._publisher is not None
-        self._publisher.publish(version, data)
+        for precision, package in data.items():
+            self._publishers[precision].publish(version, package)
 
     def global_actor_steps(self) -> int:
         if self._control is None:
@@ -462,8 +466,8 @@ class LocalTransport:
             for conn in self._conns:
                 conn.close()
             self._conns.clear()
-        if self._publisher is not None:
-            self._publisher.close()
+        for publisher in self._publishers.values():
+            publisher.close()
 
     def pids(self) -> dict[str, int]:
         pids = {"learner": os.getpid()}
@@ -472,5 +476,6 @@ class LocalTransport:
         return pids
 
     @property
-    def shm_name(self) -> str | None:
-        return None if self._publisher is None else self._publisher.name
+    def shm_names(self) -> dict[str, str]:
+        """The weights channel's shared-memory segment per precision."""
+        return {p: publisher.name for p, publisher in self._publishers.items()}

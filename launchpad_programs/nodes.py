@@ -78,6 +78,35 @@ def make_learner(config: ml_collections.ConfigDict, builder: Any, table: Table,
     )
 
 
+def actor_quantizers(config: ml_collections.ConfigDict) -> list[str]:
+    """Each actor's policy precision: ``config.actor_quantizers`` (comma-separated, one per
+    actor: a mixed-precision fleet) or ``config.quantizer`` for every actor."""
+    spec = str(config.get("actor_quantizers", "") or "")
+    num_actors = max(int(config.num_actors), 1)
+    if not spec.strip():
+        return [str(config.quantizer)] * num_actors
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if len(names) != num_actors:
+        raise ValueError(
+            f"actor_quantizers names {len(names)} precisions ({', '.join(names)}) for "
+            f"num_actors={num_actors}: give one per actor")
+    return names
+
+
+def evaluates_fp32(config: ml_collections.ConfigDict) -> bool:
+    """Whether evaluations also score the learner's own fp32 policy (``eval_return_fp32``)."""
+    return bool(config.get("eval_fp32", True)) and str(config.quantizer) != "fp32"
+
+
+def published_precisions(config: ml_collections.ConfigDict) -> list[str]:
+    """Every precision the learner publishes: the actors' and the evaluated ones (the deployed
+    ``config.quantizer`` and, with ``eval_fp32``, fp32), each once, in a stable order."""
+    names = [str(config.quantizer), *actor_quantizers(config)]
+    if evaluates_fp32(config):
+        names.append("fp32")
+    return list(dict.fromkeys(names))
+
+
 class LearnerVariableSource:
     """Serves the learner's policy, quantized on demand once per new learner version.
 
@@ -94,6 +123,7 @@ class LearnerVariableSource:
         self._network = builder.policy_network
         self._quantizer = make_quantizer(quantizer_spec)
         self._latest: tuple[int, bytes] | None = None
+        self.latest_package: PolicyPackage | None = None
         self.quantize_seconds = 0.0
         self.num_packages = 0
 
@@ -104,9 +134,38 @@ class LearnerVariableSource:
             package = self._quantizer.quantize(self._learner.policy_params(), self._network,
                                                version)
             self._latest = (version, package.to_bytes())
+            self.latest_package = package
             self.quantize_seconds += time.perf_counter() - start
             self.num_packages += 1
         return self._latest
+
+
+class LearnerPackages:
+    """The learner's policy at every precision the program uses, quantized once per version.
+
+    ``sources[precision]`` is that precision's :class:`LearnerVariableSource`; ``latest()``
+    returns ``(version, {precision: bytes})`` for the weights channel.
+    """
+
+    def __init__(self, learner: Any, builder: Any, precisions: list[str]) -> None:
+        if not precisions:
+            raise ValueError("a program publishes at least one precision")
+        self.sources = {p: LearnerVariableSource(learner, builder, p) for p in precisions}
+
+    def latest(self) -> tuple[int, dict[str, bytes]]:
+        packages = {p: source.latest() for p, source in self.sources.items()}
+        versions = {version for version, _ in packages.values()}
+        assert len(versions) == 1, versions  # one learner, one version
+        return versions.pop(), {p: data for p, (_, data) in packages.items()}
+
+    @property
+    def num_packages(self) -> int:
+        """Versions published (each at every precision)."""
+        return max(source.num_packages for source in self.sources.values())
+
+    @property
+    def quantize_seconds(self) -> float:
+        return sum(source.quantize_seconds for source in self.sources.values())
 
 
 def make_actor(
@@ -191,3 +250,71 @@ class Evaluator:
             return self._builder.evaluation_action(outputs)[0]
 
         return version, evaluate(self._env, policy, self._episodes)
+
+
+class DriftMonitor:
+    """The published packages' drift from the learner's fp32 policy
+    (:mod:`actorq.analysis.drift`), on one fixed batch of replay observations taken once replay
+    holds ``min_size`` items.
+
+    Called after each publish; it measures that version unless it would take more than ~10% of
+    the learner's time (then it skips versions until 9x its own cost has passed). The first
+    measurement compiles and is not counted.
+    """
+
+    BATCH = 256
+
+    def __init__(self, builder: Any, table: Table, min_size: int, seed: int = 0) -> None:
+        self._builder = builder
+        self._table = table
+        self._min_size = int(min_size)
+        self._seed = seed
+        self._drift: Any = None
+        self._cost = 0.0
+        self._last_end = 0.0
+        self.measurements = 0
+
+    def measure(self, learner: Any, packages: LearnerPackages) -> dict[str, float]:
+        """``{"policy_drift_<metric>/<precision>": value}``; empty until replay is warm or while
+        throttled."""
+        start = time.perf_counter()
+        if self._drift is None:
+            if self._table.size < self._min_size:
+                return {}
+            from actorq.analysis.drift import PolicyDrift
+
+            observations = self._table.peek(self.BATCH, self._seed)["observation"]
+            self._drift = PolicyDrift(self._builder.policy_network,
+                                      self._builder.evaluation_action, observations)
+        elif start - self._last_end < 9.0 * self._cost:
+            return {}
+        published = {p: source.latest_package for p, source in packages.sources.items()
+                     if source.latest_package is not None}
+        row = self._drift.measure(learner.policy_params(), published)
+        self._last_end = time.perf_counter()
+        if self.measurements:
+            self._cost = self._last_end - start
+        self.measurements += 1
+        return row
+
+
+class DualEvaluator:
+    """Scores the deployed package and, when given, the learner's fp32 policy of the same
+    version, on the same episode seeds: a user can then tell whether quantization hurt the data
+    the actors collected (both low) or only the policy they deployed (fp32 high, deployed low).
+    """
+
+    def __init__(self, config: ml_collections.ConfigDict, builder: Any) -> None:
+        self._deployed = Evaluator(config, builder)
+        self._fp32 = Evaluator(config, builder) if evaluates_fp32(config) else None
+
+    def run(self, source: VariableSource,
+            fp32_source: VariableSource | None = None) -> dict[str, Any]:
+        """``{"version", "returns"}`` of the deployed package, plus ``"fp32_version"`` and
+        ``"fp32_returns"`` when fp32 is evaluated too (the versions can differ by one publish
+        when a new pair lands in between)."""
+        version, returns = self._deployed.run(source)
+        result: dict[str, Any] = {"version": version, "returns": returns}
+        if self._fp32 is not None and fp32_source is not None:
+            result["fp32_version"], result["fp32_returns"] = self._fp32.run(fp32_source)
+        return result

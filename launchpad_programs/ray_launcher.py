@@ -78,7 +78,7 @@ class ControlNode:
         self._own = [int(s) for s in actor_steps]
         self._stop = False
         self._learner_steps = 0
-        self._policy: tuple[int, list[Any]] | None = None
+        self._policy: tuple[int, dict[str, list[Any]]] | None = None
 
     def claim(self, index: int, n: int) -> tuple[int, int, int, bool]:
         """Grants up to ``n`` steps to actor ``index``: (granted, global claimed, learner
@@ -109,29 +109,30 @@ class ControlNode:
     def set_learner_steps(self, steps: int) -> None:
         self._learner_steps = int(steps)
 
-    def publish(self, version: int, ref: list[Any]) -> None:
-        """Registers the newest package (``ref``: a one-element list holding its ObjectRef,
-        so Ray passes the reference instead of resolving it)."""
+    def publish(self, version: int, refs: dict[str, list[Any]]) -> None:
+        """Registers the newest version: per precision, a one-element list holding its
+        package's ObjectRef (so Ray passes the reference instead of resolving it)."""
         if self._policy is None or version > self._policy[0]:
-            self._policy = (int(version), ref)
+            self._policy = (int(version), refs)
 
-    def latest(self, newer_than: int) -> tuple[int, list[Any]] | None:
+    def latest(self, newer_than: int, precision: str) -> tuple[int, list[Any]] | None:
         if self._policy is None or self._policy[0] <= newer_than:
             return None
-        return self._policy
+        return self._policy[0], self._policy[1][precision]
 
 
 class RayPolicySource:
     """``VariableSource`` over the counter's package registry and the object store."""
 
-    def __init__(self, control: Any) -> None:
+    def __init__(self, control: Any, precision: str) -> None:
         self._control = control
+        self._precision = precision
         self._cached: tuple[int, bytes] | None = None
 
     def latest(self) -> tuple[int, bytes] | None:
         ray = import_ray()
         current = -1 if self._cached is None else self._cached[0]
-        newer = ray.get(self._control.latest.remote(current))
+        newer = ray.get(self._control.latest.remote(current, self._precision))
         if newer is not None:
             version, (ref,) = newer
             self._cached = (version, ray.get(ref))
@@ -200,8 +201,10 @@ class ActorNode:
             from launchpad_programs import nodes, workers
 
             builder = nodes.make_builder_for(config)
+            precision = nodes.actor_quantizers(config)[index]
             worker = workers.ActorWorker(
-                config, builder, index, num_actors, RayPolicySource(control), self._add_chunk,
+                config, builder, index, num_actors, RayPolicySource(control, precision),
+                self._add_chunk,
                 seed_offset=seed_offset, exploration_steps_done=exploration_steps_done,
                 chunk_size=chunk_size,
             )
@@ -274,7 +277,7 @@ class EvaluatorNode:
         self._config = config
         self._control = control
         self._evaluator = None
-        self._source = None
+        self._sources: tuple[Any, Any] | None = None
 
     def pid(self) -> int:
         return os.getpid()
@@ -284,10 +287,12 @@ class EvaluatorNode:
 
         if self._evaluator is None:
             builder = nodes.make_builder_for(self._config)
-            self._evaluator = nodes.Evaluator(self._config, builder)
-            self._source = RayPolicySource(self._control)
-        version, returns = self._evaluator.run(self._source)
-        return workers.eval_row(actor_steps, learner_steps, wall_time_s, version, returns)
+            self._evaluator = nodes.DualEvaluator(self._config, builder)
+            fp32 = (RayPolicySource(self._control, "fp32")
+                    if nodes.evaluates_fp32(self._config) else None)
+            self._sources = (RayPolicySource(self._control, str(self._config.quantizer)), fp32)
+        evaluation = self._evaluator.run(*self._sources)
+        return workers.eval_row(actor_steps, learner_steps, wall_time_s, evaluation)
 
 
 # ---------------------------------------------------------------------------- the driver side
@@ -317,7 +322,7 @@ class RayTransport:
         self._total = 0
         self._own: list[int] = []
         self._learner_steps = 0
-        self._latest_ref = None
+        self._latest_refs: dict[str, Any] | None = None
         self._pids: dict[str, int] = {"learner": os.getpid()}
         self._closed = False
 
@@ -466,10 +471,11 @@ class RayTransport:
 
     # ------------------------------------------------------------------------ driver API
 
-    def publish(self, version: int, data: bytes) -> None:
-        ref = self._ray.put(data)  # once per package; actors fetch it from the object store
-        self._control.publish.remote(version, [ref])
-        self._latest_ref = ref  # the driver owns the object: keep it alive
+    def publish(self, version: int, packages: dict[str, bytes]) -> None:
+        # One object per package and version; actors fetch it from the object store.
+        refs = {precision: self._ray.put(data) for precision, data in packages.items()}
+        self._control.publish.remote(version, {p: [ref] for p, ref in refs.items()})
+        self._latest_refs = refs  # the driver owns the objects: keep them alive
 
     def global_actor_steps(self) -> int:
         return int(self._total)
@@ -568,7 +574,7 @@ class RayTransport:
         if self._closed:
             return
         self._closed = True
-        self._latest_ref = None
+        self._latest_refs = None
         if self._started_ray:
             self._ray.shutdown()
 

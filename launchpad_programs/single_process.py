@@ -15,7 +15,6 @@ import time
 from typing import Any
 
 import ml_collections
-import numpy as np
 from absl import logging
 
 from actorq.checkpointing import Checkpointer
@@ -28,6 +27,7 @@ from launchpad_programs import nodes
 from launchpad_programs.driver import StopRequested, pacing_row, raise_stop_requested
 from launchpad_programs.pacing import ActorPacing
 from launchpad_programs.run_directory import RunDirectory
+from launchpad_programs.workers import eval_row
 
 
 def crossed(before: int, after: int, every: int) -> bool:
@@ -44,7 +44,11 @@ def run_single_process(
     table = nodes.make_table(config, builder)
     admission = AdmissionQueue(table)
     learner = nodes.make_learner(config, builder, table)
-    source = nodes.LearnerVariableSource(learner, builder, config.quantizer)
+    packages = nodes.LearnerPackages(learner, builder, nodes.published_precisions(config))
+    source = packages.sources[nodes.actor_quantizers(config)[0]]
+    drift = nodes.DriftMonitor(builder, table, int(config.replay.min_size), config.seed)
+    drift_row: dict[str, float] = {}
+    drift_version = -1
     checkpointer = Checkpointer(run_dir.checkpoints)
 
     counters = {"actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0}
@@ -63,7 +67,7 @@ def run_single_process(
     pacing = ActorPacing(table, counters["actor_steps"], 1, nodes.envs_per_actor(config),
                          builder.n_step, chunk_size=0)
     environments = nodes.actor_environments(config, 0, counters["actor_steps"])
-    evaluator = nodes.Evaluator(config, builder)
+    evaluator = nodes.DualEvaluator(config, builder)
     actor_log = run_dir.logger("actor")
     learner_log = run_dir.logger("learner")
     eval_log = run_dir.logger("eval", print_every_seconds=0.0)
@@ -97,16 +101,11 @@ def run_single_process(
 
     def run_eval() -> None:
         nonlocal last_eval
-        version, returns = evaluator.run(source)
-        last_eval = float(np.mean(returns))
-        eval_log.write({
-            "actor_steps": counters["actor_steps"],
-            "learner_steps": learner.steps,
-            "wall_time_s": wall_time(),
-            "eval_return": last_eval,
-            "eval_return_std": float(np.std(returns)),
-            "policy_version": version,
-        })
+        evaluation = evaluator.run(packages.sources[str(config.quantizer)],
+                                   packages.sources.get("fp32"))
+        row = eval_row(counters["actor_steps"], learner.steps, wall_time(), evaluation)
+        last_eval = row["eval_return"]
+        eval_log.write(row)
 
     def save_checkpoint() -> None:
         counters["wall_time_s"] = wall_time()
@@ -128,7 +127,7 @@ def run_single_process(
                            "learner_steps": learner.steps, "wall_time_s": wall_time(),
                            "replay_size": table.size,
                            "policy_lag": learner.steps - client.version,
-                           **pacing_row(table, admission), **learner_metrics})
+                           **pacing_row(table, admission), **drift_row, **learner_metrics})
 
     try:
         if counters["actor_steps"] == 0:
@@ -152,6 +151,9 @@ def run_single_process(
             taken = loop.steps - before
             previous_steps = counters["actor_steps"]
             counters["actor_steps"] += taken
+            if client.version != drift_version:  # the actor pulled a new version
+                drift_version = client.version
+                drift_row = drift.measure(learner, packages) or drift_row
             steps = counters["actor_steps"]
             # With several environments per actor a step can jump over a multiple.
             if (crossed(previous_steps, steps, config.eval_every_steps)
@@ -171,7 +173,7 @@ def run_single_process(
         save_checkpoint()
         checkpointer.close()
         energy = tracker.stop()
-        summary = breakdown.summary()
+        summary = {"precision": nodes.actor_quantizers(config)[0], **breakdown.summary()}
         run_dir.write_json("breakdown.json", {"actor_0": summary})
         (run_dir.path / "breakdown.md").write_text(markdown_table({"actor_0": summary}) + "\n")
         for log in (actor_log, learner_log, eval_log):

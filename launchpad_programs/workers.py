@@ -228,14 +228,22 @@ class ActorWorker:
                 close()
 
 
-def eval_row(actor_steps: int, learner_steps: int, wall_time_s: float, version: int,
-             returns: list[float]) -> dict[str, Any]:
-    """An ``eval.jsonl`` row (the single-process launcher's format)."""
-    return {
+def eval_row(actor_steps: int, learner_steps: int, wall_time_s: float,
+             evaluation: dict[str, Any]) -> dict[str, Any]:
+    """An ``eval.jsonl`` row from a :meth:`nodes.DualEvaluator.run` result: ``eval_return``
+    scores the deployed package, ``eval_return_fp32`` (when evaluated) the learner's own fp32
+    policy."""
+    returns = evaluation["returns"]
+    row = {
         "actor_steps": int(actor_steps),
         "learner_steps": int(learner_steps),
         "wall_time_s": float(wall_time_s),
         "eval_return": float(np.mean(returns)),
         "eval_return_std": float(np.std(returns)),
-        "policy_version": int(version),
+        "policy_version": int(evaluation["version"]),
     }
+    if "fp32_returns" in evaluation:
+        row["eval_return_fp32"] = float(np.mean(evaluation["fp32_returns"]))
+        row["eval_return_fp32_std"] = float(np.std(evaluation["fp32_returns"]))
+        row["fp32_policy_version"] = int(evaluation["fp32_version"])
+    return row

@@ -142,6 +142,25 @@ def test_fp32_input_quantizer_keeps_only_the_first_layer_in_float(paper_policy):
     assert q.make_quantizer("fp32in_int4").bits == 4
 
 
+def test_fp32_head_quantizer_keeps_only_the_last_layer_in_float(paper_policy):
+    net, params, obs = paper_policy
+    package = q.make_quantizer("fp32head_int8").quantize(params, net, 3)
+    int8 = q.make_quantizer("int8").quantize(params, net, 3)
+    *body, head = package.layers
+    assert head.kernel.dtype == np.float32 and head.kernel_scale is None
+    np.testing.assert_array_equal(head.kernel, np.asarray(mlp_layers(params)[-1][0]))
+    for ours, plain in zip(body, int8.layers[:-1]):  # the other layers are the int8 package's
+        np.testing.assert_array_equal(ours.kernel, plain.kernel)
+        np.testing.assert_array_equal(ours.kernel_scale, plain.kernel_scale)
+    # The 2048 x 6 head costs 3 more bytes per weight: under 0.5% of the paper policy.
+    assert 1.0 < len(package.to_bytes()) / len(int8.to_bytes()) < 1.005
+    reference = np.asarray(net.apply(params, obs))
+    error = float(np.abs(q.make_reference_forward(package)(obs) - reference).max())
+    assert error < 1e-2
+    assert "fp32head_int<N>" in q.available_quantizers()
+    assert q.make_quantizer("fp32head_int4").bits == 4
+
+
 def test_error_vs_fp32_is_small_and_ordered(paper_policy):
     net, params, obs = paper_policy
     reference = np.asarray(net.apply(params, obs))

@@ -32,7 +32,7 @@ class AdmissionQueue:
         self._waiting: collections.deque[dict[str, np.ndarray]] = collections.deque()
         self._lock = threading.Lock()
         self._waiting_items = 0
-        self.items_received = 0
+        self.items_received = 0  # valid items put, admitted or waiting
 
     @property
     def waiting_items(self) -> int:
@@ -72,6 +72,7 @@ class AdmissionQueue:
             except ValueError:
                 self._waiting.popleft()  # a malformed chunk must not block the ones behind it
                 self._waiting_items -= n
+                self.items_received -= n
                 raise
             except RateLimiterTimeout as full:
                 k = len(full.inserted_keys)

@@ -562,6 +562,15 @@ class Table:
                 "closed": self._closed,
             }
 
+    def peek(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+        """Up to ``n`` items drawn uniformly without replacement, for monitoring: not a sample
+        (no rate limiting, no ``times_sampled``, no removal, ``num_samples`` unchanged)."""
+        with self._cond:
+            slots = np.array(list(self._order.values()), dtype=np.int64)
+            if len(slots) > n:
+                slots = np.sort(np.random.default_rng(seed).choice(slots, n, replace=False))
+            return {f: buf[slots].copy() for f, buf in self._data.items()}
+
     def snapshot(self) -> dict[str, Any]:
         """A consistent copy of the contents, in insertion order (for inspection and tests).
 

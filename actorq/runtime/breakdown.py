@@ -232,24 +232,31 @@ def _format_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def markdown_table(breakdowns: Mapping[str, Mapping[str, float | int] | RuntimeBreakdown]) -> str:
+def markdown_table(
+    breakdowns: Mapping[str, Mapping[str, Any] | RuntimeBreakdown],
+) -> str:
     """Per-actor Markdown table: one row per actor, one column per section (seconds and %).
 
     Args:
       breakdowns: actor name -> :meth:`RuntimeBreakdown.summary` dict (a ``RuntimeBreakdown``
         is accepted too and summarised).
 
-    Columns: actor, each section as ``seconds (percent of timed total)``, bytes pulled and
-    env steps per second.
+    Columns: actor, its policy precision (when the summaries carry one), each section as
+    ``seconds (percent of timed total)``, bytes pulled and env steps per second.
     """
-    header = ["actor", *(f"{s} s (%)" for s in SECTIONS), "bytes pulled", "env steps/s"]
+    summaries = {actor: entry.summary() if isinstance(entry, RuntimeBreakdown) else entry
+                 for actor, entry in breakdowns.items()}
+    with_precision = any("precision" in summary for summary in summaries.values())
+    header = ["actor", *(["precision"] if with_precision else []),
+              *(f"{s} s (%)" for s in SECTIONS), "bytes pulled", "env steps/s"]
     lines = [
         "| " + " | ".join(header) + " |",
         "|" + "|".join(["---", *(["---:"] * (len(header) - 1))]) + "|",
     ]
-    for actor, entry in breakdowns.items():
-        summary = entry.summary() if isinstance(entry, RuntimeBreakdown) else entry
+    for actor, summary in summaries.items():
         cells = [str(actor)]
+        if with_precision:
+            cells.append(str(summary.get("precision", "")))
         for section in SECTIONS:
             seconds = float(summary.get(f"{section}_s", 0.0))
             fraction = float(summary.get(f"{section}_fraction", 0.0))

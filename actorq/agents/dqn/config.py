@@ -20,6 +20,7 @@ class DQNConfig:
     sgd_steps_per_call: int = 1
     huber_delta: float = 1.0
     max_gradient_norm: float = 10.0
+    adam_epsilon: float = 1e-8
     # Epsilon-greedy: linear decay from epsilon_start to the actor's final epsilon over
     # epsilon_decay_steps actor steps; actor i of N ends at a value spread over
     # [epsilon_min, epsilon_max] (one actor: epsilon_min).

@@ -84,7 +84,8 @@ class DQNLearner:
         self._replay_size = replay_size
         self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
         self._optimizer = optax.chain(
-            optax.clip_by_global_norm(config.max_gradient_norm), optax.adam(config.learning_rate)
+            optax.clip_by_global_norm(config.max_gradient_norm),
+            optax.adam(config.learning_rate, eps=config.adam_epsilon),
         )
         params = networks.init(jax.random.key(seed))
         self._state = TrainingState(

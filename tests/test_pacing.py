@@ -1,0 +1,177 @@
+"""The one pacing rule: the replay table's rate limiter, in the table, the admission queue, the
+actors' step limit and every launcher. Assertions are on counts, never on speed."""
+
+from __future__ import annotations
+
+import collections
+import math
+import types
+
+import ml_collections
+import numpy as np
+import pytest
+
+from actorq.metrics.loggers import read_jsonl
+from actorq.replay import AdmissionQueue, ArraySpec, MinSize, SampleToInsertRatio, Table, Uniform
+from configs import dqn_actorq
+from launchpad_programs import pacing
+
+SIGNATURE = {"x": ArraySpec((), np.dtype(np.int64))}
+
+
+def make_table(limiter, max_size: int = 10_000) -> Table:
+    return Table("t", max_size, SIGNATURE, sampler=Uniform(), rate_limiter=limiter, seed=0)
+
+
+def chunk(start: int, n: int) -> dict[str, np.ndarray]:
+    return {"x": np.arange(start, start + n, dtype=np.int64)}
+
+
+def test_admitted_inserts_follows_the_limiter():
+    # spi 4, min size 10, error buffer 20: max_diff = 4 * 10 + 20 = 60.
+    table = make_table(SampleToInsertRatio(4.0, 10, 20.0))
+    assert table.admitted_inserts() == 15  # 15 * 4 <= 60 < 16 * 4
+    table.insert_batch(chunk(0, 15))
+    assert table.admitted_inserts() == 15 and not table.can_insert(1)
+    table.sample(8)
+    assert table.admitted_inserts() == 17  # (60 + 8) / 4
+    assert make_table(MinSize(10)).admitted_inserts() == math.inf
+
+
+def test_admission_queue_holds_what_the_limiter_refuses_in_order():
+    table = make_table(SampleToInsertRatio(4.0, 10, 20.0))
+    queue = AdmissionQueue(table)
+    assert queue.put(chunk(0, 20)) == 15 and queue.waiting_items == 5
+    assert queue.put(chunk(20, 3)) == 0 and queue.waiting_items == 8  # behind the waiting ones
+    table.sample(8)
+    assert queue.drain() == 2 and queue.waiting_items == 6
+    table.sample(24)
+    assert queue.drain() == 6 and queue.waiting_items == 0
+    assert table.snapshot()["data"]["x"].tolist() == list(range(23))  # arrival order kept
+    with pytest.raises(ValueError):
+        queue.put({"x": np.zeros((2, 3), np.int64)})  # wrong shape: refused, nothing kept
+    assert queue.waiting_items == 0 and queue.items_received == 23
+
+
+def _fake_builder(batch_size: int, sgd_steps_per_call: int):
+    return types.SimpleNamespace(config=types.SimpleNamespace(
+        batch_size=batch_size, sgd_steps_per_call=sgd_steps_per_call))
+
+
+def _replay_config(spi: float, min_size: int, **extra) -> ml_collections.ConfigDict:
+    config = ml_collections.ConfigDict({"launcher": "local", "replay": {
+        "rate_limiter": "ratio", "samples_per_insert": spi, "min_size": min_size,
+        "samples_per_insert_tolerance": 0.1, "max_times_sampled": 0}})
+    config.replay.update(extra)
+    return config
+
+
+@pytest.mark.parametrize("num_actors,n_step,chunk_size,spi,batch", [
+    (1, 1, 1, 32.0, 256),
+    (4, 5, 64, 32.0, 256),  # the paper's D4PG topology
+    (3, 3, 16, 256.0, 512),  # a learner that wants many samples per insert
+])
+def test_actors_and_learner_never_wait_for_each_other(num_actors, n_step, chunk_size, spi,
+                                                      batch):
+    """Simulated program: actors whose n-step adders emit items n steps late and who send them in
+    chunks (flushed when they must wait), a learner that samples a call's batch whenever the table
+    lets it. Whatever the interleaving, one side can always move, and the ratio holds."""
+    rng = np.random.default_rng(0)
+    min_size = 500
+    config = _replay_config(spi, min_size)
+    builder = _fake_builder(batch, 1)
+    table = make_table(pacing.make_rate_limiter(config, builder))
+    admission = AdmissionQueue(table)
+    pace = pacing.ActorPacing(table, 0, num_actors, 1, n_step, chunk_size)
+    adders = [collections.deque() for _ in range(num_actors)]
+    chunks: list[list[int]] = [[] for _ in range(num_actors)]
+    steps, item = 0, 0
+    limiter = table.rate_limiter
+    while steps < 20_000:
+        admission.drain()
+        if table.can_sample(batch) and rng.random() < 0.5:
+            table.sample(batch)
+        else:
+            movable = [i for i in range(num_actors) if steps < pace.step_limit()]
+            if not movable:
+                for i in range(num_actors):  # actors at the limit flush, then wait
+                    if chunks[i]:
+                        admission.put({"x": np.array(chunks[i], np.int64)})
+                        chunks[i] = []
+                admission.drain()
+                assert table.can_sample(batch) or steps < pace.step_limit(), "stalled"
+                continue
+            i = int(rng.choice(movable))
+            steps += 1
+            adders[i].append(item)
+            item += 1
+            if len(adders[i]) >= n_step:  # an item leaves the adder n steps later
+                chunks[i].append(adders[i].popleft())
+            if len(chunks[i]) >= chunk_size:
+                admission.put({"x": np.array(chunks[i], np.int64)})
+                chunks[i] = []
+        diff = table.num_inserts * spi - table.num_samples
+        if table.size >= min_size:
+            assert limiter.min_diff - batch <= diff <= limiter.max_diff, diff
+    assert table.num_samples / table.num_inserts == pytest.approx(spi, rel=0.1)
+
+
+def test_error_buffer_is_acme_s_unless_a_call_would_not_fit():
+    config = _replay_config(32.0, 1000)
+    assert pacing.error_buffer(config, _fake_builder(256, 1)) == 3200.0  # 1000 * 0.1 * 32
+    small = _replay_config(32.0, 10)
+    assert pacing.error_buffer(small, _fake_builder(256, 4)) == 1024 + 64
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rate_limiter": "fast"}, "unknown replay.rate_limiter"),
+    ({"max_times_sampled": 16}, "max_times_sampled=16"),
+    ({"samples_per_insert": 0.0}, "samples_per_insert > 0"),
+])
+def test_bad_pacing_settings_fail_clearly(change, message):
+    config = _replay_config(32.0, 1000, **change)
+    with pytest.raises(ValueError, match=message):
+        pacing.check_pacing(config)
+
+
+def test_unpaced_actors_need_a_multi_process_launcher():
+    config = _replay_config(32.0, 1000, rate_limiter="none", max_times_sampled=16)
+    pacing.check_pacing(config)  # local: the paper's never-blocked actors
+    config.launcher = "single"
+    with pytest.raises(ValueError, match="nothing to pace against"):
+        pacing.check_pacing(config)
+
+
+def _assert_paced(run_dir, config) -> None:
+    """The final learner row: samples per insert within the limiter's bounds."""
+    from launchpad_programs.nodes import make_builder_for
+
+    row = read_jsonl(run_dir / "learner.jsonl")[-1]
+    limiter = pacing.make_rate_limiter(config, make_builder_for(config))
+    inserts, samples = row["replay_inserts"], row["replay_samples"]
+    diff = inserts * config.replay.samples_per_insert - samples
+    batch = config.learner.batch_size * config.learner.sgd_steps_per_call
+    assert limiter.min_diff - batch <= diff <= limiter.max_diff, (inserts, samples)
+    assert row["admission_waiting"] >= 0 and samples > 0
+
+
+@pytest.mark.parametrize("launcher", ["single", "local"])
+def test_runs_keep_the_samples_per_insert_ratio(tmp_path, launcher):
+    from launchpad_programs.launch import run_experiment
+
+    config = dqn_actorq.get_config("cartpole_small")
+    config.launcher = launcher
+    config.num_actors = 2 if launcher == "local" else 1
+    config.max_actor_steps = 4000
+    config.eval_every_steps = 100_000  # only the first and the final evaluation
+    config.eval_episodes = 1
+    config.track_energy = False
+    config.log_every_seconds = 3600.0  # only the final row: it must be written anyway
+    config.run_dir = str(tmp_path / launcher)
+    summary = run_experiment(config)
+    assert summary["actor_steps"] >= 4000
+    rows = read_jsonl(tmp_path / launcher / "learner.jsonl")
+    assert len(rows) == 1 and rows[0]["actor_steps"] == summary["actor_steps"]
+    _assert_paced(tmp_path / launcher, config)
+    breakdown = read_jsonl(tmp_path / launcher / "eval.jsonl")
+    assert breakdown
