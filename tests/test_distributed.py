@@ -334,6 +334,44 @@ def test_local_topology_learns_cartpole(tmp_path):
     assert list((run / "checkpoints").glob("replay_*"))
 
 
+def test_prioritized_dqn_trains_on_the_local_topology(tmp_path):
+    """Prioritized replay under a multi-process launcher: the learner's warm-up call must not
+    need the (still empty) table's size, and importance weights use the size at sample time."""
+    from launchpad_programs.launch import run_experiment
+
+    run = tmp_path / "run"
+    config = dqn_config(run, steps=8000)
+    config.learner.prioritized = True
+    summary = run_experiment(config)
+    assert not summary["interrupted"] and summary["learner_steps"] > 0
+    losses = [row["loss"] for row in read_rows(run / "learner.jsonl")]
+    assert losses and all(np.isfinite(losses))
+    returns = [e["eval_return"] for e in read_rows(run / "eval.jsonl")]
+    print("eval returns:", returns)
+    assert returns[0] < 50 and max(returns) >= 100.0
+
+
+def test_mixed_precision_fleet_on_the_local_launcher(tmp_path):
+    """actor_quantizers gives each actor its own precision: the learner publishes one package
+    per precision, each actor pulls its own, and the breakdown says who ran what."""
+    from launchpad_programs.launch import run_experiment
+
+    run = tmp_path / "run"
+    config = dqn_config(run, steps=6000)
+    config.actor_quantizers = "fp32,int8"
+    summary = run_experiment(config)
+    assert summary["actor_quantizers"] == ["fp32", "int8"] and not summary["interrupted"]
+    breakdown = json.loads((run / "breakdown.json").read_text())
+    assert breakdown["actor_0"]["precision"] == "fp32"
+    assert breakdown["actor_1"]["precision"] == "int8"
+    per_pull = {node: b["bytes_pulled"] / b["num_pulls"] for node, b in breakdown.items()}
+    assert per_pull["actor_0"] > 2 * per_pull["actor_1"]  # fp32 packages are ~3x larger here
+    table = (run / "breakdown.md").read_text()
+    assert "| actor_0 | fp32 |" in table and "| actor_1 | int8 |" in table
+    rows = read_rows(run / "learner.jsonl")
+    assert "policy_drift_kl/int8" in rows[-1] and "policy_drift_kl/fp32" in rows[-1]
+
+
 def test_killed_actor_is_restarted_and_rejoins(tmp_path):
     from launchpad_programs.launch import run_experiment
 
@@ -466,6 +504,22 @@ def ray_session():
 
 
 # ray.init forks helper processes after this test process started JAX: harmless here.
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+def test_ray_mixed_precision_fleet(tmp_path, ray_session):
+    from launchpad_programs.launch import run_experiment
+
+    run = tmp_path / "run"
+    config = dqn_config(run, steps=4000, launcher="ray")
+    config.actor_quantizers = "int8,fp32"
+    summary = run_experiment(config)
+    assert summary["launcher"] == "ray" and summary["actor_steps"] == 4000
+    breakdown = json.loads((run / "breakdown.json").read_text())
+    assert [breakdown[f"actor_{i}"]["precision"] for i in range(2)] == ["int8", "fp32"]
+    assert all(b["bytes_pulled"] > 0 for b in breakdown.values())
+    evals = read_rows(run / "eval.jsonl")
+    assert evals and "eval_return_fp32" in evals[-1]
+
+
 @pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_ray_topology_learns_cartpole_and_survives_a_killed_actor(tmp_path, ray_session):
     from launchpad_programs.launch import run_experiment

@@ -173,5 +173,52 @@ def test_runs_keep_the_samples_per_insert_ratio(tmp_path, launcher):
     rows = read_jsonl(tmp_path / launcher / "learner.jsonl")
     assert len(rows) == 1 and rows[0]["actor_steps"] == summary["actor_steps"]
     _assert_paced(tmp_path / launcher, config)
-    breakdown = read_jsonl(tmp_path / launcher / "eval.jsonl")
-    assert breakdown
+    # Two evaluations per row: the deployed int8 package and the learner's own fp32 policy.
+    evals = read_jsonl(tmp_path / launcher / "eval.jsonl")
+    assert len(evals) >= 2
+    for row in evals:
+        assert {"eval_return", "eval_return_fp32", "fp32_policy_version"} <= set(row)
+    # The drift of each published precision from the learner's fp32 policy.
+    assert {"policy_drift_disagreement/int8", "policy_drift_kl/int8"} <= set(rows[0])
+    assert rows[0]["policy_drift_disagreement/fp32"] == 0.0
+
+
+def test_drift_is_zero_for_fp32_and_positive_for_int2():
+    import jax
+
+    import actorq.quantization as q
+    from actorq.analysis.drift import PolicyDrift
+    from launchpad_programs.nodes import make_builder_for
+
+    config = dqn_actorq.get_config("cartpole_small")
+    builder = make_builder_for(config)
+    network = builder.policy_network
+    params = network.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    observations = np.random.default_rng(0).normal(size=(256, builder.observation_size))
+    drift = PolicyDrift(network, builder.evaluation_action, observations)
+    packages = {spec: q.make_quantizer(spec).quantize(params, network, 1)
+                for spec in ("fp32", "int8", "int2")}
+    row = drift.measure(params, packages)
+    assert row["policy_drift_disagreement/fp32"] == 0.0
+    assert row["policy_drift_kl/fp32"] < 1e-9
+    assert row["policy_drift_disagreement/int2"] > 0.0 and row["policy_drift_kl/int2"] > 0.0
+    assert row["policy_drift_kl/int2"] > row["policy_drift_kl/int8"]
+
+
+def test_continuous_drift_is_an_action_distance():
+    import jax
+
+    import actorq.quantization as q
+    from actorq.analysis.drift import PolicyDrift
+    from configs import d4pg_actorq
+    from launchpad_programs.nodes import make_builder_for
+
+    builder = make_builder_for(d4pg_actorq.get_config("cartpole_balance_small"))
+    network = builder.policy_network
+    params = network.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    observations = np.random.default_rng(0).normal(size=(64, builder.observation_size))
+    drift = PolicyDrift(network, builder.evaluation_action, observations)
+    row = drift.measure(params, {spec: q.make_quantizer(spec).quantize(params, network, 1)
+                                 for spec in ("fp32", "int2")})
+    assert row["policy_drift_action_distance/fp32"] < 1e-5
+    assert row["policy_drift_action_distance/int2"] > 1e-3
