@@ -31,6 +31,9 @@ def base_config(
     # int8/fp32 ratio (benchmarks/envs_per_actor.py); pull_period and budgets count env steps.
     config.envs_per_actor = 1
     config.ray_address = ""
+    # Where the learner runs: auto (a GPU when JAX sees one, else the CPU), cpu or gpu. Actors
+    # are CPU processes either way.
+    config.learner_device = "auto"
     # Distributed runs: the learner publishes a new package every publish_period learner steps
     # (0 = whenever it is stale, spending at most ~10% of learner time quantizing); actors send
     # experience in chunks of chunk_size transitions; shutdown waits this long for children.

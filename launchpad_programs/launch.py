@@ -34,6 +34,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     make_policy_runtime(config.actor_runtime)
     envs_per_actor(config)
     check_pacing(config)
+    from launchpad_programs.placement import select_learner_device
+
+    select_learner_device(config.get("learner_device", "auto"))
     if _distributed(config):
         from launchpad_programs.distributed import check_launcher
 
@@ -42,12 +45,20 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
 def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> dict[str, Any]:
     """Runs the experiment described by ``config`` with its launcher; returns the summary."""
+    from launchpad_programs.placement import learner_device_scope
+
     check_config(config)
-    run_dir = RunDirectory(default_run_dir(config), config, resume)
-    if not _distributed(config):
-        from launchpad_programs.single_process import run_single_process
+    # Fails (no GPU for learner_device='gpu') before the run directory is created.
+    with learner_device_scope(config.get("learner_device", "auto")) as device:
+        run_dir = RunDirectory(default_run_dir(config), config, resume)
+        if not _distributed(config):
+            from launchpad_programs.single_process import run_single_process
 
-        return run_single_process(config, run_dir, resume)
-    from launchpad_programs.distributed import run_distributed
+            summary = run_single_process(config, run_dir, resume)
+        else:
+            from launchpad_programs.distributed import run_distributed
 
-    return run_distributed(config, run_dir, resume)
+            summary = run_distributed(config, run_dir, resume)
+    summary["learner_device"] = f"{device.platform}:{device.id}"
+    run_dir.write_json("summary.json", summary)
+    return summary

@@ -288,8 +288,8 @@ class DriftMonitor:
                                       self._builder.evaluation_action, observations)
         elif start - self._last_end < 9.0 * self._cost:
             return {}
-        published = {p: source.latest_package for p, source in packages.sources.items()
-                     if source.latest_package is not None}
+        packages.latest()  # every precision at the learner's current version
+        published = {p: source.latest_package for p, source in packages.sources.items()}
         row = self._drift.measure(learner.policy_params(), published)
         self._last_end = time.perf_counter()
         if self.measurements:
