@@ -6,10 +6,14 @@ quantizer -> VariableSource -> Actor.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import dm_env
 import numpy as np
+
+# (network outputs [batch, k], actor step) -> actions [batch, ...]
+Exploration = Callable[[np.ndarray, int], np.ndarray]
 
 
 class Actor(Protocol):
@@ -68,4 +72,55 @@ class Learner(Protocol):
 
     def restore(self, state: Any) -> None:
         """Replaces the learner state with a pytree returned by :meth:`state`."""
+        ...
+
+
+class Builder(Protocol):
+    """Everything a launcher needs to assemble an agent's nodes, without knowing the agent
+    (Acme's builder role). Building one, its exploration and its replay signature never imports
+    JAX: actor processes on the ONNX Runtime runtimes stay small."""
+
+    name: str
+    uses_priorities: bool
+    config: Any
+
+    @property
+    def observation_size(self) -> int: ...
+
+    @property
+    def policy_output_size(self) -> int:
+        """Outputs of the network the actors run (no JAX needed)."""
+        ...
+
+    @property
+    def policy_network(self) -> Any:
+        """The Flax network the actors run and the quantizers package."""
+        ...
+
+    @property
+    def n_step(self) -> int: ...
+
+    @property
+    def discount(self) -> float: ...
+
+    def replay_signature(self) -> dict[str, Any]:
+        """Field -> ``ArraySpec`` of one replay item."""
+        ...
+
+    def make_learner(
+        self,
+        batches: Iterator[dict[str, np.ndarray]],
+        seed: int,
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
+        replay_size: Callable[[], int] | None = None,
+    ) -> Learner:
+        """The learner, reading ``[sgd_steps_per_call, batch, ...]`` batches."""
+        ...
+
+    def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
+        """Actor ``i`` of ``N``'s exploration (its noise level is spread across actors)."""
+        ...
+
+    def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
+        """The noise-free action for network outputs ``[batch, k]``."""
         ...

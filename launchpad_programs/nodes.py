@@ -15,9 +15,9 @@ from typing import Any
 import ml_collections
 import numpy as np
 
-from actorq.agents.registry import make_builder
+from actorq.agents.registry import builder_for_config
 from actorq.agents.transitions import learner_batches
-from actorq.core import VariableSource
+from actorq.core import Builder, VariableSource
 from actorq.envs import make_environment
 from actorq.quantization.package import PolicyPackage
 from actorq.replay import Prioritized, Table, Uniform
@@ -33,13 +33,9 @@ ACTOR_SEED_STRIDE = 1_000
 ENV_SEED_STRIDE = 104_729  # a prime: an actor's environments j > 0 stay off other actors' seeds
 
 
-def make_builder_for(config: ml_collections.ConfigDict) -> Any:
+def make_builder_for(config: ml_collections.ConfigDict) -> Builder:
     """The agent builder for the config's agent and task (validates both early)."""
-    environment = make_environment(config.task, seed=config.seed)
-    try:
-        return make_builder(config.agent, config.learner.to_dict(), environment)
-    finally:
-        environment.close()
+    return builder_for_config(config)
 
 
 def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:

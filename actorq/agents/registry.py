@@ -46,3 +46,16 @@ def make_builder(
     """Builds agent ``agent``'s builder for ``environment``."""
     config = agent_config(agent, learner_overrides)
     return _AGENTS[agent][1](config, environment_spec(environment))
+
+
+def builder_for_config(config: Any) -> Any:
+    """The builder for an experiment config's ``agent``, ``task`` and ``learner`` fields
+    (validates all three early). Launchers and analysis tools build agents through this one
+    function, so their networks are identical."""
+    from actorq.envs import make_environment
+
+    environment = make_environment(config.task, seed=config.seed)
+    try:
+        return make_builder(config.agent, config.learner.to_dict(), environment)
+    finally:
+        environment.close()

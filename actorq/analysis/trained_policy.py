@@ -94,9 +94,7 @@ def load_trained_policy(run_dir: str | Path, step: int | None = None) -> Trained
       FileNotFoundError: no such directory, no ``config.json``, or no checkpoint saved yet.
       ValueError: a malformed ``config.json`` or an unknown agent/task in it.
     """
-    # Imported here: launchpad_programs imports actorq, and only this loader needs the node
-    # helpers (the same builder construction every launcher uses keeps the networks identical).
-    from launchpad_programs.nodes import make_builder_for
+    from actorq.agents.registry import builder_for_config
 
     path = Path(run_dir)
     config = read_run_config(path)
@@ -107,7 +105,7 @@ def load_trained_policy(run_dir: str | Path, step: int | None = None) -> Trained
             f"no checkpoint in {path}: {checkpoints} does not exist (runs save one every "
             "checkpoint_every_steps and when they stop)"
         )
-    builder = make_builder_for(config)
+    builder = builder_for_config(config)
     # The learner only provides the state template; its batch iterator is never touched.
     learner = builder.make_learner(iter(()), int(config.seed))
     checkpointer = Checkpointer(checkpoints)

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import dm_env
 import numpy as np
 
+from actorq.core import Exploration  # noqa: F401  (re-exported: the actor's noise function)
 from actorq.replay.adders import NStepTransitionAdder
 from actorq.runtime.breakdown import RuntimeBreakdown
 from actorq.runtime.policy_runtime import PolicyRuntime
 from actorq.runtime.variable_client import VariableClient
-
-# (network outputs [batch, k], actor step) -> actions [batch, ...]
-Exploration = Callable[[np.ndarray, int], np.ndarray]
 
 
 class FeedForwardActor:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from actorq.runtime.actor import Exploration
+from actorq.core import Exploration
 
 
 def actor_sigma(sigma_max: float, actor_index: int, num_actors: int) -> float:

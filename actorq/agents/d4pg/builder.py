@@ -12,8 +12,8 @@ import numpy as np
 from actorq.agents.d4pg import acting
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.transitions import transition_signature
+from actorq.core import Exploration
 from actorq.replay.specs import ArraySpec
-from actorq.runtime.actor import Exploration
 
 if TYPE_CHECKING:  # the learner and the Flax networks are imported when first needed, so
     # actor processes (exploration, replay signature, sizes) never import JAX.
