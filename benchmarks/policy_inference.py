@@ -93,11 +93,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def set_thread_env(threads: int) -> None:
-    """Before jax / torch are imported: one intra-op thread per actor."""
+    """Before jax / torch are imported: one intra-op thread per actor where the runtime has a
+    setting for it (ORT, PyTorch, BLAS). XLA:CPU gets only ``--xla_cpu_multi_thread_eigen=false``
+    (see ``launchpad_programs.workers.SINGLE_THREAD_XLA_FLAGS``)."""
+    from launchpad_programs.workers import SINGLE_THREAD_XLA_FLAGS
+
     os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "")
-        + f" --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads={threads}"
-    ).strip()
+        os.environ.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
 

@@ -20,8 +20,12 @@ from typing import Any
 
 import numpy as np
 
-# One core per actor, as in the paper (4 CPU actors, one core each).
-SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+# One core per actor, as in the paper (4 CPU actors, one core each). ONNX Runtime actors (the
+# default) run one intra-op thread (onnx_runtime.session_options). XLA:CPU has no flag that caps
+# its own intra-op thread pool: this one only turns off Eigen's multi-threading, so actors on the
+# xla runtime may use more than one thread. (An earlier "intra_op_parallelism_threads=1" token
+# here was silently ignored; written as a flag, XLA refuses to start.)
+SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 SINGLE_THREAD_ENV = {
     "XLA_FLAGS": SINGLE_THREAD_XLA_FLAGS,
     "OMP_NUM_THREADS": "1",

@@ -105,3 +105,19 @@ def test_peak_rss_of_a_spawned_child_is_its_own():
     # its own peak exceeds the child's by at least that much.
     assert peak_rss_mib() > 400 + child_peak, (peak_rss_mib(), child_peak)
     del ballast
+
+
+def test_xla_accepts_the_actor_flags():
+    """XLA refuses to start on an unknown flag in XLA_FLAGS; an actor process on the xla runtime
+    must come up with exactly the environment the launchers give it."""
+    import os
+    import subprocess
+    import sys
+
+    from launchpad_programs.workers import SINGLE_THREAD_ENV
+
+    code = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: x.sum())(jnp.ones(3))))"
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **SINGLE_THREAD_ENV},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "3.0"

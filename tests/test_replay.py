@@ -465,19 +465,6 @@ def test_max_times_sampled_within_batch_follows_item_by_item_law() -> None:
     assert chi_square(counts[off], expected[off]) < 20.5, counts
 
 
-def test_queue_table() -> None:
-    table = Table.queue("q", 3, SIG)
-    assert table.insert_batch(batch_of([0, 1, 2])) == [0, 1, 2]
-    assert not table.can_insert()
-    with pytest.raises(RateLimiterTimeout):
-        table.insert(item(3), timeout=0.02)
-    assert table.sample(2).keys.tolist() == [0, 1]
-    table.insert_batch(batch_of([3, 4]))
-    assert table.sample(3).keys.tolist() == [2, 3, 4]
-    with pytest.raises(RateLimiterTimeout):
-        table.sample(1, timeout=0.02)
-
-
 def test_fifo_eviction_at_max_size() -> None:
     table = make_table(sampler=Fifo(), max_size=3)
     keys = [table.insert(item(i)) for i in range(5)]
@@ -489,10 +476,6 @@ def test_fifo_eviction_at_max_size() -> None:
     table.insert_batch(batch_of(list(range(10, 15))))
     snap = table.snapshot()
     np.testing.assert_array_equal(snap["data"]["action"], [12, 13, 14])
-    lifo = make_table(max_size=3, remover="lifo")
-    for i in range(4):
-        lifo.insert(item(i))
-    assert lifo.snapshot()["keys"].tolist() == [0, 1, 3]
 
 
 # ----------------------------------------------------------------------------------- validation
@@ -814,8 +797,6 @@ def test_array_spec_and_table_argument_validation() -> None:
         ArraySpec((), object)
     with pytest.raises(ValueError):
         make_table(max_size=0)
-    with pytest.raises(ValueError):
-        make_table(remover="random")
     with pytest.raises(ValueError):
         make_table().sample(0)
     table = make_table()

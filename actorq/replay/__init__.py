@@ -6,7 +6,6 @@ from actorq.replay.dataset import PrefetchingIterator
 from actorq.replay.errors import RateLimiterTimeout, TableClosedError
 from actorq.replay.rate_limiters import (
     MinSize,
-    Queue,
     RateLimiter,
     SampleToInsertRatio,
     rate_limiter_from_config,
@@ -32,7 +31,6 @@ __all__ = [
     "NStepTransitionAdder",
     "PrefetchingIterator",
     "Prioritized",
-    "Queue",
     "RateLimiter",
     "RateLimiterTimeout",
     "SampleBatch",

@@ -201,23 +201,6 @@ class SampleToInsertRatio(RateLimiter):
         }
 
 
-class Queue(RateLimiter):
-    """Reverb's queue limiter: at most ``size`` items waiting; use with ``Table.queue``.
-
-    ``samples_per_insert=1``, ``min_size_to_sample=1``, ``min_diff=0``, ``max_diff=size``: each
-    item is sampled once, inserts block when ``size`` items are unsampled.
-    """
-
-    def __init__(self, size: int) -> None:
-        if int(size) != size or size < 1:
-            raise ValueError(f"Queue size must be an int >= 1, got {size}")
-        super().__init__(1.0, 1, 0.0, float(size))
-
-    def config(self) -> dict[str, Any]:
-        """``{"type": "Queue", "size": n}``."""
-        return {"type": "Queue", "size": int(self.max_diff)}
-
-
 def _encode_float(x: float) -> float | str:
     # Strict JSON has no Infinity literal.
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
@@ -235,8 +218,6 @@ def rate_limiter_from_config(config: Mapping[str, Any]) -> RateLimiter:
             int(config["min_size_to_sample"]),
             (float(eb[0]), float(eb[1])) if isinstance(eb, list) else float(eb),
         )
-    if kind == "Queue":
-        return Queue(int(config["size"]))
     if kind == "RateLimiter":
         return RateLimiter(
             float(config["samples_per_insert"]),

@@ -1,4 +1,5 @@
-"""A Reverb-style replay table in plain numpy: samplers, removers, rate limiters, checkpoints."""
+"""A Reverb-style replay table in plain numpy: samplers, FIFO eviction, rate limiters,
+checkpoints."""
 
 from __future__ import annotations
 
@@ -16,15 +17,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from actorq.replay.errors import RateLimiterTimeout, TableClosedError
-from actorq.replay.rate_limiters import Queue, RateLimiter, rate_limiter_from_config
-from actorq.replay.samplers import Fifo, Sampler, _FifoSelector, sampler_from_config
+from actorq.replay.rate_limiters import RateLimiter, rate_limiter_from_config
+from actorq.replay.samplers import Sampler, _FifoSelector, sampler_from_config
 from actorq.replay.specs import ArraySpec, validate_batch, validate_item, validate_priorities
 
 _FORMAT = "actorq.replay.Table"
 _FORMAT_VERSION = 1
 _ITEMS_FILE = "items.npz"
 _META_FILE = "meta.json"
-_REMOVERS = ("fifo", "lifo")
 # "Could this many be inserted?" answers True only for limiters that never block inserts.
 _UNBOUNDED_INSERTS = 1 << 60
 
@@ -87,8 +87,7 @@ class Table:
     removals (``max_times_sampled``) keep storage, sampler and counters consistent.
 
     * ``sampler`` picks items (Uniform, Fifo, Prioritized).
-    * ``remover`` picks the item evicted when inserting into a full table: 'fifo' (oldest) or
-      'lifo' (newest).
+    * Inserting into a full table evicts the oldest item (Reverb's FIFO remover).
     * ``max_times_sampled=n>0`` removes an item once it has been sampled n times (never more,
       even within one batch: Reverb samples item by item).
     * ``rate_limiter`` blocks inserts/samples (see ``actorq.replay.rate_limiters``); blocked calls
@@ -105,7 +104,6 @@ class Table:
         sampler: Sampler,
         rate_limiter: RateLimiter,
         max_times_sampled: int = 0,
-        remover: str = "fifo",
         seed: int | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -130,8 +128,6 @@ class Table:
             raise ValueError(
                 f"table {name!r}: max_times_sampled must be an int >= 0, got {max_times_sampled}"
             )
-        if remover not in _REMOVERS:
-            raise ValueError(f"table {name!r}: remover must be one of {_REMOVERS}, got {remover!r}")
         if rate_limiter.min_size_to_sample > max_size:
             raise ValueError(
                 f"table {name!r}: rate limiter min_size_to_sample "
@@ -144,7 +140,6 @@ class Table:
         self._sampler = sampler
         self._rate_limiter = rate_limiter
         self._max_times_sampled = int(max_times_sampled)
-        self._remover = remover
         self._rng = np.random.default_rng(seed)
         self._cond = threading.Condition(threading.Lock())
         self._closed = False
@@ -173,15 +168,6 @@ class Table:
         self._next_key = 0
         # Sum over items of (max_times_sampled - times_sampled): samples left before all expire.
         self._allowance = 0
-
-    @classmethod
-    def queue(cls, name: str, max_size: int, signature: Mapping[str, ArraySpec]) -> Table:
-        """A FIFO queue (Reverb's ``Table.queue``): each item is sampled exactly once, in order;
-        inserts block while ``max_size`` items are waiting, samples block while it is empty."""
-        return cls(name, max_size, signature, sampler=Fifo(), rate_limiter=Queue(max_size),
-                   max_times_sampled=1, remover="fifo")
-
-    # ----------------------------------------------------------------------------- properties
 
     @property
     def name(self) -> str:
@@ -412,7 +398,7 @@ class Table:
         return keys
 
     def _pick_eviction_locked(self) -> int:
-        key = next(iter(self._order)) if self._remover == "fifo" else next(reversed(self._order))
+        key = next(iter(self._order))  # the oldest
         return self._order[key]
 
     def _remove_slot_locked(self, slot: int) -> None:
@@ -555,7 +541,7 @@ class Table:
                 "num_samples": self._num_samples,
                 "num_deletes": self._num_deletes,
                 "max_times_sampled": self._max_times_sampled,
-                "remover": self._remover,
+                "remover": "fifo",
                 "sampler": self._sampler.config(),
                 "rate_limiter": self._rate_limiter.config(),
                 "signature": {f: s.to_json() for f, s in self._signature.items()},
@@ -611,7 +597,7 @@ class Table:
                 "name": self._name,
                 "max_size": self._max_size,
                 "max_times_sampled": self._max_times_sampled,
-                "remover": self._remover,
+                "remover": "fifo",  # kept in the format: Reverb's name for the eviction rule
                 "signature": {f: s.to_json() for f, s in self._signature.items()},
                 "fields": {f"field_{i}": f for i, f in enumerate(self._data)},
                 # Items in insertion order ("order"); the arrays below are aligned with it.
@@ -750,7 +736,6 @@ class Table:
             rate_limiter=(rate_limiter_from_config(meta["rate_limiter"])
                           if rate_limiter is None else rate_limiter),
             max_times_sampled=int(meta["max_times_sampled"]),
-            remover=meta["remover"],
             seed=seed,
         )
         return table._restore_into(directory)
