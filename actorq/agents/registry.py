@@ -10,10 +10,12 @@ import dm_env
 
 from actorq.agents.d4pg import D4PGBuilder, D4PGConfig
 from actorq.agents.dqn import DQNBuilder, DQNConfig
+from actorq.agents.sac import SACBuilder, SACConfig
 
 _AGENTS: dict[str, tuple[type, type]] = {
     "d4pg": (D4PGConfig, D4PGBuilder),
     "dqn": (DQNConfig, DQNBuilder),
+    "sac": (SACConfig, SACBuilder),
 }
 
 
@@ -42,7 +44,7 @@ def environment_spec(environment: dm_env.Environment) -> dict[str, Any]:
 
 def make_builder(
     agent: str, learner_overrides: Mapping[str, Any] | None, environment: dm_env.Environment
-) -> D4PGBuilder | DQNBuilder:
+) -> D4PGBuilder | DQNBuilder | SACBuilder:
     """Builds agent ``agent``'s builder for ``environment``."""
     config = agent_config(agent, learner_overrides)
     return _AGENTS[agent][1](config, environment_spec(environment))

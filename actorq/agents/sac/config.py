@@ -1,0 +1,142 @@
+"""SAC hyperparameters, including the learner's precision and Björck et al.'s six fixes.
+
+This module must stay importable without JAX (actor processes build the config), so the fix
+names are parsed here by :func:`parse_fixes`, which mirrors ``actorq.lowp.LowpFixes.from_names``
+(``actorq.lowp`` imports JAX); tests check that the two agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+
+PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
+# The same names, in the same order, as actorq.lowp.FIX_NAMES.
+FIX_NAMES: tuple[str, ...] = (
+    "hadam",
+    "loss_scaling",
+    "softplus_fix",
+    "normal_fix",
+    "kahan_momentum",
+    "kahan_gradients",
+)
+_FP16_MAX = 65504.0
+# exp(-log_std) overflows fp16 below this (actorq.lowp.gaussian_log_prob's docstring).
+_FP16_MIN_LOG_STD = -11.0
+
+
+def parse_fixes(names: str | Iterable[str]) -> tuple[str, ...]:
+    """The fix names turned on by ``names``, in canonical order.
+
+    Accepts what ``LowpFixes.from_names`` accepts: ``"hadam,loss_scaling"``, a list of names,
+    ``"all"`` or ``"none"`` (alone), case-insensitive, ``-`` for ``_``; empty means none.
+    """
+    if isinstance(names, str):
+        parts = [p for p in names.split(",") if p.strip()]
+    else:
+        parts = list(names)
+        for p in parts:
+            if not isinstance(p, str):
+                raise ValueError(f"fix names must be strings, got {p!r}")
+    wanted = [p.strip().lower().replace("-", "_").replace(" ", "_") for p in parts]
+    if "all" in wanted or "none" in wanted:
+        if len(wanted) != 1:
+            raise ValueError(f"'all' and 'none' must be used alone, got {names!r}")
+        return FIX_NAMES if wanted[0] == "all" else ()
+    unknown = [p for p, w in zip(parts, wanted) if w not in FIX_NAMES]
+    if unknown:
+        raise ValueError(
+            f"unknown fix name(s) {unknown}; valid names: {', '.join(FIX_NAMES)}, "
+            "or 'all' / 'none'"
+        )
+    return tuple(n for n in FIX_NAMES if n in wanted)
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig:
+    """Everything the SAC learner and actors need; launch settings live in the experiment config.
+
+    Defaults follow Haarnoja et al. (2018b) as sized for a CPU: two 256-unit layers for the
+    policy and each of the twin critics, Adam 3e-4, batch 256, discount 0.99, Polyak tau 0.005,
+    target entropy ``-action_dim``, one SGD step per call.
+
+    ``precision`` is the learner's arithmetic: ``fp32``, or pure ``fp16``/``bf16`` as in Björck
+    et al. (2021): parameters, activations, gradients and optimizer state all in that dtype, no
+    fp32 master weights. ``lowp_fixes`` picks which of their six fixes are on (see
+    :func:`parse_fixes`); it only applies when ``precision != "fp32"``: the fp32 learner is
+    textbook SAC (plain Adam, plain Polyak, the stable tanh/Gaussian log-densities every fp32
+    SAC uses).
+    """
+
+    policy_hidden_sizes: tuple[int, ...] = (256, 256)
+    critic_hidden_sizes: tuple[int, ...] = (256, 256)
+    policy_learning_rate: float = 3e-4
+    critic_learning_rate: float = 3e-4
+    alpha_learning_rate: float = 3e-4
+    batch_size: int = 256
+    n_step: int = 1
+    discount: float = 0.99
+    tau: float = 0.005
+    initial_temperature: float = 0.1
+    # None: -action_dim (Haarnoja et al.'s heuristic).
+    target_entropy: float | None = None
+    # The policy's log-std is clipped to [log_std_min, log_std_max] by the learner and actors.
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+    sgd_steps_per_call: int = 1
+    precision: str = "fp32"
+    lowp_fixes: str = "all"
+    # Compound loss scaling (Björck et al.'s defaults): initial scale and clean steps per doubling.
+    loss_scale_init: float = 1e4
+    loss_scale_increase_every: int = 10_000
+    # Quantization-aware training of the policy: bits (None = off) and learner steps before it.
+    qat_bits: int | None = None
+    qat_delay_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}"
+            )
+        fixes = parse_fixes(self.lowp_fixes)
+        if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
+            raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
+        if not self.policy_hidden_sizes or not self.critic_hidden_sizes:
+            raise ValueError("policy_hidden_sizes and critic_hidden_sizes must not be empty")
+        if any(int(h) < 1 for h in (*self.policy_hidden_sizes, *self.critic_hidden_sizes)):
+            raise ValueError("hidden sizes must be >= 1")
+        rates = (self.policy_learning_rate, self.critic_learning_rate, self.alpha_learning_rate)
+        if not all(r > 0 for r in rates):
+            raise ValueError(f"learning rates must be > 0, got {rates}")
+        if not 0 <= self.discount <= 1:
+            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
+        if not 0 < self.tau <= 1:
+            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
+        if not (math.isfinite(self.initial_temperature) and self.initial_temperature > 0):
+            raise ValueError(f"initial_temperature must be > 0, got {self.initial_temperature}")
+        if not self.log_std_min < self.log_std_max:
+            raise ValueError(
+                f"need log_std_min < log_std_max, got [{self.log_std_min}, {self.log_std_max}]"
+            )
+        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
+            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
+        if self.qat_bits is not None and not 2 <= self.qat_bits <= 8:
+            raise ValueError(f"qat_bits must be in 2..8 or None, got {self.qat_bits}")
+        if self.qat_delay_steps < 0:
+            raise ValueError(f"qat_delay_steps must be >= 0, got {self.qat_delay_steps}")
+        if self.precision == "fp16":
+            if "loss_scaling" in fixes and self.loss_scale_init > _FP16_MAX:
+                raise ValueError(
+                    f"loss_scale_init {self.loss_scale_init} is above fp16's max {_FP16_MAX}"
+                )
+            if "normal_fix" in fixes and self.log_std_min < _FP16_MIN_LOG_STD:
+                raise ValueError(
+                    f"log_std_min {self.log_std_min} is below {_FP16_MIN_LOG_STD}: exp(-log_std) "
+                    "overflows fp16 there even with the normal-fix; raise the bound"
+                )
+
+    @property
+    def fix_names(self) -> tuple[str, ...]:
+        """The fixes in effect: those of ``lowp_fixes`` in low precision, none in fp32."""
+        return () if self.precision == "fp32" else parse_fixes(self.lowp_fixes)
