@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import platform
+import shlex
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -135,9 +137,7 @@ def main(argv: list[str]) -> None:
     rows = [summarize_run(path, _THRESHOLD.value) for path in run_dirs]
     within = _WITHIN.value or int(config.max_actor_steps)
     totals = summarize(rows, _THRESHOLD.value, within)
-    command = "python -m experiments.learning_check " + " ".join(
-        f"--{name}={flags.FLAGS[name].value}" for name in
-        ("quantizers", "seeds", "threshold", "within_steps", "out_dir"))
+    command = "python -m experiments.learning_check " + shlex.join(sys.argv[1:])
     (out_dir / "learning.json").write_text(json.dumps(
         {"threshold": _THRESHOLD.value, "within_steps": within, "machine": machine_name(),
          "runs": rows, "totals": totals}, indent=2) + "\n")

@@ -424,7 +424,8 @@ def test_sigterm_stops_everything_and_resume_continues(tmp_path):
     try:
         wait_for(lambda: {"actor_0", "actor_1"} <= ready_nodes(run), 150, "both actors to act")
         wait_for(lambda: read_rows(run / "actor_0.jsonl"), 60, "actor_0 episodes")
-        wait_for(lambda: read_rows(run / "eval.jsonl"), 60, "the first evaluation")
+        # The evaluation at 2000 actor steps: past min_size, so the learner has stepped too.
+        wait_for(lambda: len(read_rows(run / "eval.jsonl")) >= 2, 150, "the second evaluation")
         pids = json.loads((run / "pids.json").read_text())
         assert pids["learner"] == process.pid
         children = [pid for node, pid in pids.items() if node != "learner"]
@@ -455,9 +456,12 @@ def test_sigterm_stops_everything_and_resume_continues(tmp_path):
     steps = sorted(int(p.name) for p in (run / "checkpoints").iterdir() if p.name.isdigit())
     assert steps and steps[-1] == summary["actor_steps"]
 
-    # --resume continues from that checkpoint: counters, learner state and replay.
-    config = dqn_config(run, steps=summary["actor_steps"] + 1500)
-    config.eval_every_steps = 2000
+    # --resume continues from that checkpoint (counters, learner state and replay), with the
+    # run's own config and a larger budget.
+    from actorq.analysis.trained_policy import read_run_config
+
+    config = read_run_config(run)
+    config.max_actor_steps = summary["actor_steps"] + 1500
     resumed = run_experiment(config, resume=True)
     assert not resumed["interrupted"]
     assert resumed["actor_steps"] >= summary["actor_steps"] + 1500
