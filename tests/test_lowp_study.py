@@ -1,0 +1,230 @@
+"""experiments.lowp_study: run rows, failure handling, per-variant summary, report, state bytes.
+
+Run directories are fabricated in the format the single-process launcher writes (config.json,
+eval.jsonl, learner.jsonl, summary.json; a run that raised has no summary.json), so no training.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actorq.agents.sac.config import FIX_NAMES
+from configs import sac_actorq
+from experiments import lowp_study, speedup_report
+
+
+def _config_json(precision: str, fixes: str, seed: int, steps: int) -> dict[str, Any]:
+    config = lowp_study.learner_config(
+        sac_actorq.get_config("cartpole_balance_small"), precision, fixes, seed, steps)
+    from launchpad_programs.run_directory import config_to_dict
+
+    return config_to_dict(config)
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    # json.dumps writes NaN as the launcher's logs do.
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _fake_run(root: Path, name: str, precision: str, fixes: str, seed: int,
+              returns: list[float], *, steps: int = 4000, fail_at: int | None = None,
+              nonfinite_from: int | None = None, wall: float = 50.0) -> Path:
+    """A run dir with an evaluation every 2000 actor steps (``returns``) and a learner row every
+    1000 steps; ``fail_at``: the run raised there (failure.json, no summary.json);
+    ``nonfinite_from``: learner rows report non-finite parameters from that actor step."""
+    path = root / name
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps(_config_json(precision, fixes, seed, steps)))
+    evals = [{"actor_steps": 2000 * i, "learner_steps": max(0, 2000 * i - 1000),
+              "wall_time_s": 10.0 * i, "eval_return": r, "eval_return_std": 1.0,
+              "policy_version": 0} for i, r in enumerate(returns)]
+    _write_jsonl(path / "eval.jsonl", evals)
+    end = fail_at if fail_at is not None else steps
+    learner = []
+    for actor_steps in range(1000, end + 1, 1000):
+        bad = nonfinite_from is not None and actor_steps >= nonfinite_from
+        learner.append({
+            "actor_steps": actor_steps, "learner_steps": actor_steps - 900,
+            "wall_time_s": wall * actor_steps / steps,
+            "critic_loss": math.nan if bad else 1.0, "nonfinite": 1.0 if bad else 0.0,
+            "skipped_steps": float(actor_steps // 1000), "loss_scale": 8192.0,
+            "actor_loss_scale": 16384.0, "alpha_loss_scale": 1.0 if bad else 2048.0,
+        })
+    _write_jsonl(path / "learner.jsonl", learner)
+    if fail_at is None:
+        (path / "summary.json").write_text(json.dumps({
+            "actor_steps": steps, "learner_steps": steps - 900, "wall_time_s": wall,
+            "final_eval_return": returns[-1], "interrupted": False, "energy_kwh": 0.001,
+            "emissions_kg": 0.0004, "bytes_pulled": 12345, "num_pulls": 40}))
+    else:
+        (path / lowp_study.FAILURE_FILE).write_text(json.dumps({
+            "error_type": "ValueError", "error": "Action must not be NaN, got [nan]",
+            "traceback": "..."}))
+    return path
+
+
+def test_parse_variants_and_ablation_settings():
+    variants = lowp_study.parse_variants(lowp_study.DEFAULT_VARIANTS)
+    assert [(v.name, v.precision, v.lowp_fixes) for v in variants] == [
+        ("fp32", "fp32", None), ("fp16_naive", "fp16", "none"), ("fp16_fixed", "fp16", "all"),
+        ("bf16_fixed", "bf16", "all")]
+    with pytest.raises(ValueError, match="unknown variant"):
+        lowp_study.parse_variants("fp16_half")
+    with pytest.raises(ValueError, match="duplicates"):
+        lowp_study.parse_variants("fp32,fp32")
+    settings = dict(lowp_study.ablation_settings())
+    assert len(settings) == 8
+    assert settings["minus_hadam"] == ",".join(FIX_NAMES[1:])
+    assert settings["minus_kahan_gradients"] == ",".join(FIX_NAMES[:-1])
+    assert settings["fp16_all"] == "all" and settings["fp16_none"] == "none"
+    assert lowp_study._without_note(["--seeds=0", "--note=a b", "--note", "c", "--out_dir=x"]) \
+        == ["--seeds=0", "--out_dir=x"]
+    config = lowp_study.learner_config(sac_actorq.get_config("cartpole_balance_small"),
+                                       "fp16", "none", seed=3, max_actor_steps=500)
+    assert (config.learner.precision, config.learner.lowp_fixes, config.seed,
+            config.max_actor_steps, config.quantizer) == ("fp16", "none", 3, 500, "int8")
+
+
+def test_run_rows_variants_and_report(tmp_path):
+    main = tmp_path / "main"
+    dirs = [
+        (_fake_run(main, "fp32_seed0", "fp32", "all", 0, [300, 700, 800]), "fp32"),
+        (_fake_run(main, "fp32_seed1", "fp32", "all", 1, [300, 760, 900]), "fp32"),
+        (_fake_run(main, "fp16_naive_seed0", "fp16", "none", 0, [310], fail_at=1000,
+                   nonfinite_from=1000, wall=60.0), "fp16_naive"),
+        (_fake_run(main, "fp16_fixed_seed0", "fp16", "all", 0, [300, 780, 830]), "fp16_fixed"),
+        (_fake_run(main, "fp16_fixed_seed1", "fp16", "all", 1, [300, 700, 870]), "fp16_fixed"),
+        (_fake_run(main, "bf16_fixed_seed0", "bf16", "all", 0, [300, 500, 200],
+                   nonfinite_from=3000), "bf16_fixed"),
+    ]
+    rows = [lowp_study.summarize_run(path, name) for path, name in dirs]
+
+    ok = rows[0]
+    assert ok["status"] == "ok" and ok["lowp_fixes"] == "n/a" and ok["seed"] == 0
+    assert ok["final_return"] == 800 and ok["best_return"] == 800
+    assert ok["best_actor_steps"] == 4000 and ok["learner_steps"] == 3100
+    assert ok["skipped_steps"] == 4 and ok["loss_scale"] == 8192.0
+    assert ok["nonfinite"] is False and ok["first_nonfinite_learner_steps"] is None
+    assert ok["wall_time_s"] == 50.0 and ok["energy_kwh"] == 0.001
+
+    failed = rows[2]
+    assert failed["status"] == "failed" and failed["error"].startswith("ValueError: Action")
+    assert failed["final_return"] is None and failed["last_eval_return"] == 310
+    assert failed["best_return"] == 310 and failed["nonfinite"] is True
+    assert failed["first_nonfinite_actor_steps"] == 1000
+    assert failed["first_nonfinite_learner_steps"] == 100
+    assert failed["wall_time_s"] == 15.0 and failed["learner_steps"] == 100
+    assert failed["energy_kwh"] is None
+
+    diverged = rows[5]
+    assert diverged["status"] == "diverged" and diverged["final_return"] == 200
+    assert diverged["first_nonfinite_actor_steps"] == 3000
+    assert diverged["best_return"] == 500 and diverged["alpha_loss_scale"] == 1.0
+
+    variants = lowp_study.summarize_variants(rows)
+    fp32, naive, fixed, bf16 = (variants[k] for k in
+                                ("fp32", "fp16_naive", "fp16_fixed", "bf16_fixed"))
+    assert fp32["final_mean"] == pytest.approx(850.0)
+    assert fp32["final_std"] == pytest.approx(math.sqrt(2 * 50.0 ** 2))  # ddof=1
+    assert fp32["rel_to_fp32"] == 0.0 and fp32["within_5pct_of_fp32"] is True
+    assert fixed["final_mean"] == pytest.approx(850.0) and fixed["best_mean"] == 850.0
+    assert fixed["within_5pct_of_fp32"] is True
+    assert naive["failed"] == 1 and naive["final_mean"] is None and naive["final_n"] == 0
+    assert naive["within_5pct_of_fp32"] is False and naive["best_mean"] == 310
+    assert bf16["diverged"] == 1 and bf16["within_5pct_of_fp32"] is False
+    assert bf16["rel_to_fp32"] == pytest.approx(200 / 850 - 1)
+
+    ablation = [lowp_study.summarize_run(
+        _fake_run(tmp_path / "ablation", name, "fp16", fixes, 0, [300, 600 + i], steps=2000),
+        name) for i, (name, fixes) in enumerate(lowp_study.ablation_settings())]
+    report = {
+        "command": "python -m experiments.lowp_study --out_dir=x", "machine": "test CPU",
+        "note": "budget cut", "agent": "sac", "task": "cartpole_balance", "quantizer": "int8",
+        "eval_episodes": 5,
+        "main": {"max_actor_steps": 4000, "seeds": [0, 1], "runs": rows, "variants": variants},
+        "ablation": {"seed": 0, "max_actor_steps": 2000, "runs": ablation},
+        "bytes": [{"precision": "fp32", "lowp_fixes": "n/a", "params": 400, "optimizer": 300,
+                   "kahan_momentum": 0, "other": 16, "total": 716, "float_bytes": 700,
+                   "ratio_to_fp32": 1.0}],
+        "actorq": {"seed": 0, "max_actor_steps": 4000, "runs": [rows[3], rows[0]],
+                   "state_bytes": [500, 716]},
+    }
+    md_path = lowp_study.write_report(report, tmp_path)
+    text = md_path.read_text()
+    assert "| fp16_naive | 0 | failed (ValueError: Action must not be NaN" in text
+    assert "- (last eval 310.0 at 0)" in text
+    assert "yes (learner step 100, actor step 1,000)" in text
+    assert "| fp16_fixed | fp16 | all | 2 | 0 | 0 | 850.0 ± 28.3 |" in text
+    assert "| +0.0% | yes |" in text
+    assert "| fp16_naive | fp16 | none | 1 | 1 | 0 | - |" in text
+    assert "| minus_hadam |" in text and "| fp16_none | none | ok | 607.0 | +0.2% |" in text
+    assert "| fp32 | n/a | 400 | 300 | 0 | 16 | 716 | 1.000 |" in text
+    assert "## int8 actors + fp16 learner vs fp32/fp32" in text
+    assert "| int8 | fp16 (all fixes) | main/fp16_fixed_seed0 | ok | 830.0 |" in text
+    assert "Note: budget cut" in text
+    saved = json.loads((tmp_path / "lowp.json").read_text())  # strict JSON: NaN became null
+    assert saved["main"]["variants"]["fp16_naive"]["final_mean"] is None
+    assert saved["main"]["runs"][2]["status"] == "failed"
+
+
+def test_a_raising_run_is_recorded_and_not_rerun(tmp_path, monkeypatch):
+    calls = []
+
+    def diverging_run(config, run_dir, reuse=True):
+        calls.append(run_dir)
+        _fake_run(Path(run_dir).parent, Path(run_dir).name, "fp16", "none", 0, [310],
+                  steps=int(config.max_actor_steps), fail_at=1000, nonfinite_from=1000)
+        (Path(run_dir) / lowp_study.FAILURE_FILE).unlink()  # the study writes its own
+        raise ValueError("Action must not be NaN, got [nan]")
+
+    monkeypatch.setattr(speedup_report, "run_or_load", diverging_run)
+    config = lowp_study.learner_config(sac_actorq.get_config("cartpole_balance_small"),
+                                       "fp16", "none", 0, 4000)
+    run_dir = tmp_path / "fp16_naive_seed0"
+    assert lowp_study.run_recording_failures(config, run_dir) == run_dir
+    failure = json.loads((run_dir / lowp_study.FAILURE_FILE).read_text())
+    assert failure["error_type"] == "ValueError" and "NaN" in failure["error"]
+    assert lowp_study.summarize_run(run_dir, "fp16_naive")["status"] == "failed"
+    # Reused on the next invocation: not run again.
+    assert lowp_study.run_recording_failures(config, run_dir) == run_dir
+    assert len(calls) == 1
+    # A different config in that directory is an error, not a failed run.
+    other = lowp_study.learner_config(config, "fp16", "all")
+    with pytest.raises(ValueError, match="different config"):
+        lowp_study.run_recording_failures(other, run_dir)
+
+    def interrupted(config, run_dir, reuse=True):
+        raise speedup_report.RunInterrupted("stop")
+
+    monkeypatch.setattr(speedup_report, "run_or_load", interrupted)
+    with pytest.raises(speedup_report.RunInterrupted):
+        lowp_study.run_recording_failures(config, tmp_path / "other")
+
+
+def test_state_bytes_halve_in_fp16_and_the_fixes_add_kahan_buffers():
+    config = sac_actorq.get_config("cartpole_balance_small")
+    rows = {(r["precision"], r["lowp_fixes"]): r for r in lowp_study.bytes_table(config)}
+    fp32, fp16_none, fp16_all = rows["fp32", "n/a"], rows["fp16", "none"], rows["fp16", "all"]
+    # cartpole: 5 observations, 1 action; policy 5-64-64-2, critics 2 x (6-128-128-1).
+    policy = (5 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2)
+    critics = 2 * ((6 * 128 + 128) + (128 * 128 + 128) + (128 + 1))
+    # params + targets + log_alpha, 4 bytes each in fp32.
+    assert fp32["params"] == 4 * (policy + 2 * critics + 1)
+    assert fp32["kahan_momentum"] == 0
+    # Non-float leaves (PRNG key, counters) keep their size; every float leaf halves.
+    other = fp32["total"] - fp32["float_bytes"]
+    assert fp16_none["total"] - fp16_none["float_bytes"] == other
+    assert fp16_none["float_bytes"] * 2 == fp32["float_bytes"]
+    assert fp16_none["ratio_to_fp32"] == pytest.approx(0.5, abs=0.001)
+    assert rows["bf16", "none"]["total"] == fp16_none["total"]
+    # The fixes: Kahan-momentum buffers for the target critics, Kahan-gradient buffers for the
+    # policy and critics (plus scalars for the loss scales).
+    assert fp16_all["kahan_momentum"] == 2 * critics
+    assert fp16_all["optimizer"] - fp16_none["optimizer"] == 2 * (policy + critics) + 2
+    assert fp16_all["ratio_to_fp32"] == pytest.approx(
+        (fp16_none["total"] + 2 * (policy + 2 * critics) + 2) / fp32["total"])
