@@ -14,38 +14,40 @@
 Each fix has a ``naive_*`` counterpart (or a config switch) for ablations.
 """
 
-from actorq.lowp.numerics import (
-    gaussian_log_prob,
-    naive_gaussian_log_prob,
-    naive_tanh_log_det_jacobian,
-    stable_softplus,
-    tanh_log_det_jacobian,
-)
-from actorq.lowp.optim import (
-    HAdamState,
-    LowpAdamConfig,
-    LowpAdamInfo,
-    LowpAdamState,
-    NaiveAdamState,
-    current_loss_scale,
-    hadam,
-    kahan_apply_updates,
-    kahan_init,
-    lowp_adam_init,
-    lowp_adam_update,
-    scale_by_hadam,
-    scale_by_learning_rate_in_dtype,
-    scale_by_lowp_adam,
-)
-from actorq.lowp.polyak import kahan_add, naive_polyak_update, polyak_update
-from actorq.lowp.precision import (
-    FIX_NAMES,
-    PRECISIONS,
-    LowpFixes,
-    cast_tree,
-    dtype_of,
-    tree_bytes,
-)
+# Lazy (PEP 562): configs and actor processes import actorq.lowp.fixes without JAX.
+from actorq.lazy_exports import lazy_getattr
+
+_EXPORTS = {
+    "FIX_NAMES": "actorq.lowp.fixes",
+    "HAdamState": "actorq.lowp.optim",
+    "LowpAdamConfig": "actorq.lowp.optim",
+    "LowpAdamInfo": "actorq.lowp.optim",
+    "LowpAdamState": "actorq.lowp.optim",
+    "LowpFixes": "actorq.lowp.fixes",
+    "NaiveAdamState": "actorq.lowp.optim",
+    "PRECISIONS": "actorq.lowp.fixes",
+    "cast_tree": "actorq.lowp.precision",
+    "current_loss_scale": "actorq.lowp.optim",
+    "dtype_of": "actorq.lowp.precision",
+    "gaussian_log_prob": "actorq.lowp.numerics",
+    "hadam": "actorq.lowp.optim",
+    "kahan_add": "actorq.lowp.polyak",
+    "kahan_apply_updates": "actorq.lowp.optim",
+    "kahan_init": "actorq.lowp.optim",
+    "lowp_adam_init": "actorq.lowp.optim",
+    "lowp_adam_update": "actorq.lowp.optim",
+    "naive_gaussian_log_prob": "actorq.lowp.numerics",
+    "naive_polyak_update": "actorq.lowp.polyak",
+    "naive_tanh_log_det_jacobian": "actorq.lowp.numerics",
+    "polyak_update": "actorq.lowp.polyak",
+    "scale_by_hadam": "actorq.lowp.optim",
+    "scale_by_learning_rate_in_dtype": "actorq.lowp.optim",
+    "scale_by_lowp_adam": "actorq.lowp.optim",
+    "stable_softplus": "actorq.lowp.numerics",
+    "tanh_log_det_jacobian": "actorq.lowp.numerics",
+    "tree_bytes": "actorq.lowp.precision",
+}
+__getattr__ = lazy_getattr(__name__, _EXPORTS)
 
 __all__ = [
     "FIX_NAMES",

@@ -1,8 +1,7 @@
 """SAC hyperparameters, including the learner's precision and Björck et al.'s six fixes.
 
-This module must stay importable without JAX (actor processes build the config), so the fix
-names are parsed here by :func:`parse_fixes`, which mirrors ``actorq.lowp.LowpFixes.from_names``
-(``actorq.lowp`` imports JAX); tests check that the two agree.
+Importable without JAX (actor processes build the config): the fix names come from
+:mod:`actorq.lowp.fixes`, which does not import JAX either.
 """
 
 from __future__ import annotations
@@ -11,46 +10,19 @@ import dataclasses
 import math
 from collections.abc import Iterable
 
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
-# The same names, in the same order, as actorq.lowp.FIX_NAMES.
-FIX_NAMES: tuple[str, ...] = (
-    "hadam",
-    "loss_scaling",
-    "softplus_fix",
-    "normal_fix",
-    "kahan_momentum",
-    "kahan_gradients",
-)
+from actorq.lowp.fixes import FIX_NAMES, PRECISIONS, LowpFixes
+
+__all__ = ["FIX_NAMES", "PRECISIONS", "SACConfig", "parse_fixes"]
+
 _FP16_MAX = 65504.0
 # exp(-log_std) overflows fp16 below this (actorq.lowp.gaussian_log_prob's docstring).
 _FP16_MIN_LOG_STD = -11.0
 
 
 def parse_fixes(names: str | Iterable[str]) -> tuple[str, ...]:
-    """The fix names turned on by ``names``, in canonical order.
-
-    Accepts what ``LowpFixes.from_names`` accepts: ``"hadam,loss_scaling"``, a list of names,
-    ``"all"`` or ``"none"`` (alone), case-insensitive, ``-`` for ``_``; empty means none.
-    """
-    if isinstance(names, str):
-        parts = [p for p in names.split(",") if p.strip()]
-    else:
-        parts = list(names)
-        for p in parts:
-            if not isinstance(p, str):
-                raise ValueError(f"fix names must be strings, got {p!r}")
-    wanted = [p.strip().lower().replace("-", "_").replace(" ", "_") for p in parts]
-    if "all" in wanted or "none" in wanted:
-        if len(wanted) != 1:
-            raise ValueError(f"'all' and 'none' must be used alone, got {names!r}")
-        return FIX_NAMES if wanted[0] == "all" else ()
-    unknown = [p for p, w in zip(parts, wanted) if w not in FIX_NAMES]
-    if unknown:
-        raise ValueError(
-            f"unknown fix name(s) {unknown}; valid names: {', '.join(FIX_NAMES)}, "
-            "or 'all' / 'none'"
-        )
-    return tuple(n for n in FIX_NAMES if n in wanted)
+    """The fix names turned on by ``names`` (``LowpFixes.from_names`` syntax), in canonical
+    order."""
+    return LowpFixes.from_names(names).names()
 
 
 @dataclasses.dataclass(frozen=True)
