@@ -133,6 +133,9 @@ class Driver:
         try:
             if kind == "experience":
                 self._admission.put(payload)
+                index = int(node.rsplit("_", 1)[1])
+                with self._lock:
+                    self._received[index] += len(next(iter(payload.values())))
                 self._inserted.set()
             elif kind == "episode":
                 payload.setdefault("learner_steps", self._learner_steps)
@@ -214,6 +217,8 @@ class Driver:
             counters[key] = (values + [0] * num_actors)[:num_actors]
         self._table, self._counters = table, counters
         self._admission = AdmissionQueue(table)
+        # Items received per actor index this run (steps counted minus these never became items).
+        self._received = [0] * num_actors
         self._learner_steps = learner.steps
 
         self._actor_logs = {f"actor_{i}": run_dir.logger(f"actor_{i}")
@@ -308,6 +313,7 @@ class Driver:
                 self._on_message,
             )
             self._write_pids()
+            own_at_start = list(counters["actor_own_steps"])  # resumed counts: not this run's
             next_ckpt = (base_steps // every_ckpt + 1) * every_ckpt
             last_check = 0.0
             last_log = time.perf_counter()
@@ -322,7 +328,11 @@ class Driver:
                                else "actor_restarts")
                         counters[key] += 1
                         if key == "actor_restarts":
-                            pacing.actor_restarted()
+                            index = int(str(event["node"]).rsplit("_", 1)[1])
+                            with self._lock:
+                                received = self._received[index]
+                            taken = self.transport.actor_steps()[index] - own_at_start[index]
+                            pacing.actor_lost(index, taken - received)
                         self._event({**event, "wall_time_s": wall_time()})
                         logging.warning("restarted %s (exit code %s) at actor step %d",
                                         event.get("node"), event.get("exitcode"),

@@ -99,8 +99,9 @@ class ActorPacing:
     run) as the table has admitted items (this run), plus ``slack``: the items each actor can hold
     back through no fault of its own (n-step adders emit an item only ``n`` steps later; one
     batched call steps ``envs_per_actor`` environments past the limit). Actors flush their
-    experience chunk before they wait. An actor killed mid-run loses what it held (adders and an
-    unsent chunk), so each restart widens the slack by that much. Without the slack
+    experience chunk before they wait. An actor killed mid-run loses what it held (adders, unsent
+    chunks, on Ray unused step claims): the launcher reports how many of its steps never became
+    items (:meth:`actor_lost`) and the limit allows for them. Without the slack
     actors could stop short of what the learner needs to sample, and both would wait.
     """
 
@@ -110,16 +111,19 @@ class ActorPacing:
         self._offset = int(base_steps) - table.num_inserts
         self._per_actor = int(envs_per_actor) * (int(n_step) + 1)
         self._slack = int(num_actors) * self._per_actor
-        self._lost_per_restart = self._per_actor + int(chunk_size)
+        del chunk_size  # what a dead actor held is counted exactly (actor_lost)
+        self._lost: dict[int, int] = {}
 
     def step_limit(self) -> int:
         """Global actor steps allowed now (``UNLIMITED_STEPS`` when inserts never block)."""
         admitted = self._table.admitted_inserts()
         if math.isinf(admitted):
             return UNLIMITED_STEPS
-        return self._offset + int(admitted) + self._slack
+        return self._offset + int(admitted) + self._slack + sum(self._lost.values())
 
-    def actor_restarted(self) -> None:
-        """An actor died and lost the experience it held (its adders and its unsent chunk):
-        allow for it."""
-        self._slack += self._lost_per_restart
+    def actor_lost(self, index: int, steps_without_items: int) -> None:
+        """Actor ``index`` died: of the steps counted for it (all incarnations; on Ray that
+        includes steps it had claimed but not taken), ``steps_without_items`` never reached
+        replay (its adders, unsent chunks, unused claims). Those steps will never become items, so
+        the limit allows for them."""
+        self._lost[int(index)] = max(self._lost.get(int(index), 0), int(steps_without_items))
