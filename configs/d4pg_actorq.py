@@ -68,40 +68,33 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
             "qat_delay_steps": 0,
         }
     )
-    if small:
+    if small or cpu:
+        # One actor interleaved with the learner; batch 128 x 4 SGD steps per call at 128 samples
+        # per insert: one SGD step per env step. DMC rewards are in [0, 1] per step, so
+        # discounted values lie in [0, 100].
         config.launcher = "single"
         config.num_actors = 1
+        config.learner.policy_learning_rate = 3e-4
+        config.learner.critic_learning_rate = 3e-4
+        config.learner.batch_size = 128
+        config.learner.sgd_steps_per_call = 4
+        config.learner.v_min = 0.0
+        config.learner.v_max = 200.0
+        config.replay.samples_per_insert = 128.0
+        config.pull_period = 100
+    if small:
         config.learner.policy_hidden_sizes = (64, 64)
         config.learner.critic_hidden_sizes = (128, 128)
-        config.learner.policy_learning_rate = 3e-4
-        config.learner.critic_learning_rate = 3e-4
-        config.learner.batch_size = 128
-        config.learner.sgd_steps_per_call = 4
-        config.learner.v_min = 0.0
-        config.learner.v_max = 200.0
-        config.replay.samples_per_insert = 128.0
         config.replay.max_size = 100_000
+        config.replay.min_size = 1000
         config.max_actor_steps = 20_000
         config.eval_every_steps = 2_000
-        config.pull_period = 100
-        config.replay.min_size = 1000
     if cpu:
-        config.launcher = "single"
-        config.num_actors = 1
         config.learner.policy_hidden_sizes = (256, 256)
         config.learner.critic_hidden_sizes = (256, 256)
-        config.learner.policy_learning_rate = 3e-4
-        config.learner.critic_learning_rate = 3e-4
-        config.learner.batch_size = 128
-        config.learner.sgd_steps_per_call = 4
-        # DMC rewards are in [0, 1] per step, so discounted values lie in [0, 100].
-        config.learner.v_min = 0.0
-        config.learner.v_max = 200.0
-        config.replay.samples_per_insert = 128.0
         config.replay.min_size = 2000
         config.max_actor_steps = CPU_BUDGETS[task]
         config.eval_every_steps = 10_000
         config.eval_episodes = 10
         config.checkpoint_every_steps = 50_000
-        config.pull_period = 100
     return config
