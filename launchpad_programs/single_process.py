@@ -24,7 +24,7 @@ from actorq.replay import AdmissionQueue
 from actorq.runtime.breakdown import RuntimeBreakdown, markdown_table
 from actorq.runtime.environment_loop import EnvironmentLoop, EpisodeResult
 from launchpad_programs import nodes
-from launchpad_programs.driver import StopRequested, pacing_row, raise_stop_requested
+from launchpad_programs.driver import StopRequested, pacing_row
 from launchpad_programs.pacing import ActorPacing
 from launchpad_programs.run_directory import RunDirectory
 from launchpad_programs.workers import eval_row
@@ -114,7 +114,16 @@ def run_single_process(
             table if config.checkpoint_replay else None,
         )
 
-    previous_handler = signal.signal(signal.SIGTERM, raise_stop_requested)
+    # Ctrl-C and SIGTERM set a flag the loop checks between steps: an exception raised inside a
+    # native call (an ONNX Runtime session in an evaluation) could leave it torn down badly.
+    stop = {"requested": False}
+
+    def request_stop(signum: int, frame: Any) -> None:
+        del signum, frame
+        stop["requested"] = True
+
+    previous_handler = signal.signal(signal.SIGTERM, request_stop)
+    previous_sigint = signal.signal(signal.SIGINT, request_stop)
     interrupted = False
     tracker.start()
     progress = Progress(config.max_actor_steps, f"{config.agent} {config.task} {config.quantizer}")
@@ -133,6 +142,8 @@ def run_single_process(
         if counters["actor_steps"] == 0:
             run_eval()
         while counters["actor_steps"] < config.max_actor_steps:
+            if stop["requested"]:
+                raise StopRequested()
             admission.drain()
             if table.can_sample(batch_items):  # the rate limiter lets the learner take a call
                 learner_metrics = learner.step()
@@ -168,6 +179,7 @@ def run_single_process(
                         counters["actor_steps"])
     finally:
         signal.signal(signal.SIGTERM, previous_handler)
+        signal.signal(signal.SIGINT, previous_sigint)
         progress.close()
         write_learner_row()  # a run shorter than log_every_seconds still gets its row
         save_checkpoint()
