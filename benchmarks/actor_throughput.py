@@ -6,11 +6,13 @@
         [--pull_period=1000] [--republish_every_s=0.25] [--rounds=1] [--envs_per_actor=1]
         [--json_out=FILE]
 
-For each quantizer x runtime it spawns ONE actor process exactly as the local launcher does
-(``launchpad_programs.local_launcher.actor_process``: 'spawn', single-threaded XLA, the agent's
-exploration and n-step adder, experience chunks sent over a pipe) running the paper-size policy
-(random init: throughput does not depend on training) on ``--task``. This process plays the
-learner: it serves the package through the shared-memory weights channel and republishes it
+For each quantizer x runtime it launches a two-node program on the local launcher: ONE actor
+node exactly as ActorQ runs it (``actorq_program.ActorNode`` in its own process: 'spawn',
+single-threaded XLA, the agent's exploration and n-step adder, experience chunks sent over a
+pipe) running the paper-size policy (random init: throughput does not depend on training) on
+``--task``, and a probe node in this process that plays the learner
+(:class:`ThroughputProbe`): it serves the package through the shared-memory weights channel and
+republishes it
 under a new version every ``--republish_every_s`` so that every pull (every ``--pull_period``
 steps) really fetches, deserializes and loads the package.
 
@@ -28,10 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
-import threading
 import time
 from typing import Any
 
@@ -89,6 +89,73 @@ def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str
     return config
 
 
+class ThroughputProbe:
+    """The main node of the benchmark program: plays the learner. It publishes one package,
+    republishes it under new versions (on a timer, or before each of the actor's pulls while
+    holding the actor at mid-period with the counter's limit) and gathers the actor's
+    experience count, readiness and reports."""
+
+    def __init__(self, ctx: Any, package: bytes, precision: str, period: int,
+                 republish_every_s: float, republish_every_pull: bool) -> None:
+        self._ctx = ctx
+        self._weights = ctx.variable("weights")
+        self._counter = ctx.counter("steps")
+        self._experience, self._logs = ctx.stream("experience"), ctx.stream("logs")
+        self._package, self._precision = package, precision
+        self._period, self._every_s, self._every_pull = period, republish_every_s, \
+            republish_every_pull
+        self._version = 1
+        self._weights.publish(precision, self._version, package)
+        self._limit = period // 2
+        if republish_every_pull:
+            self._counter.set_limit(self._limit)
+        self._last_publish = time.perf_counter()
+        self.transitions = 0
+        self.report: dict[str, Any] | None = None
+        self.ready: dict[str, Any] | None = None
+        self.error: str | None = None
+
+    def _take(self) -> bool:
+        arrived = False
+        for _, chunk in self._experience.receive():
+            arrived = True
+            self.transitions += len(chunk["reward"])
+        for _, (kind, payload) in self._logs.receive():
+            arrived = True
+            if kind == "report":
+                self.report = payload
+        for event in self._ctx.events():
+            arrived = True
+            if event["event"] == "ready":
+                self.ready = event
+            elif event["event"] == "error":
+                self.error = event["traceback"].strip().splitlines()[-1]
+        return arrived
+
+    def _republish(self) -> None:
+        self._version += 1
+        self._weights.publish(self._precision, self._version, self._package)
+
+    def step(self) -> str:
+        arrived = self._take()
+        if self._every_pull:
+            if self._counter.slots()[0] >= self._limit:
+                self._republish()  # the actor waits before its next pull: give it a new version
+                self._limit += self._period
+                self._counter.set_limit(self._limit)
+        elif self._every_s > 0 and time.perf_counter() - self._last_publish >= self._every_s:
+            self._republish()
+            self._last_publish = time.perf_counter()
+        if not arrived and (self.error or self._ctx.finished(("actor_0",))):
+            return "finished"
+        return "worked" if arrived else "idle"
+
+    def close(self, interrupted: bool) -> ThroughputProbe:
+        del interrupted
+        self._take()
+        return self
+
+
 def measure(config: Any, republish_every_s: float,
             republish_every_pull: bool = False) -> dict[str, Any]:
     """Runs one actor process against a fixed package, republished every
@@ -97,85 +164,38 @@ def measure(config: Any, republish_every_s: float,
     import numpy as np
 
     from actorq.quantization import make_quantizer
-    from launchpad_programs import local_launcher, nodes, pacing
-    from launchpad_programs.shared_policy import SharedPolicyPublisher
-    from launchpad_programs.workers import peak_rss_mib
+    from launchpad_programs import nodes
+    from launchpad_programs.actorq_program import ActorNode
+    from launchpad_programs.launchers import launch
+    from launchpad_programs.program import Channel, Node, Program
+    from launchpad_programs.workers import SINGLE_THREAD_ENV, peak_rss_mib
 
     builder = nodes.make_builder_for(config)
     network = builder.policy_network
     params = network.init(jax.random.key(config.seed),
                           np.zeros((1, builder.observation_size), np.float32))
     package = make_quantizer(config.quantizer).quantize(params, network, 1).to_bytes()
-    ctx = multiprocessing.get_context("spawn")
-    publisher = SharedPolicyPublisher.for_package(package)
-    publisher.publish(1, package)
-    control = ctx.RawArray("q", local_launcher.SLOTS + 1)
-    control_view = np.ctypeslib.as_array(control)
-    period = int(config.pull_period)
-    # Unpaced, or held at mid-period until the next version is out (see --republish_every_pull).
-    control_view[local_launcher.STEP_LIMIT] = (period // 2 if republish_every_pull
-                                               else pacing.UNLIMITED_STEPS)
-    reader, writer = ctx.Pipe(duplex=False)
-    spec = local_launcher.ChildSpec(
-        node="actor_0", index=0, num_actors=1, config=config,
-        shm_names={str(config.quantizer): publisher.name},
-        control=control, conn=writer, t0_wall=time.time(), spawn_time=time.time(),
-        parent_pid=os.getpid(), incarnation=0, seed_offset=0, chunk_size=64,
+    # The actor node exactly as the ActorQ program runs it, under a probe instead of a learner.
+    program = Program(
+        name="actor_throughput",
+        nodes=(Node("probe", ThroughputProbe, main=True,
+                    kwargs={"package": package, "precision": str(config.quantizer),
+                            "period": int(config.pull_period),
+                            "republish_every_s": republish_every_s,
+                            "republish_every_pull": republish_every_pull}),
+               Node("actor_0", ActorNode, kind="actor", env=SINGLE_THREAD_ENV,
+                    kwargs={"config": config, "index": 0, "num_actors": 1,
+                            "chunk_size": 64})),
+        channels=(Channel("weights", "variable", ("probe",), ("actor_0",)),
+                  Channel("experience", "stream", ("actor_0",), ("probe",)),
+                  Channel("logs", "stream", ("actor_0",), ("probe",)),
+                  Channel("steps", "counter", ("actor_0",), ("probe",),
+                          max_total=int(config.max_actor_steps), gauges=("learner_steps",))),
     )
-    process = ctx.Process(target=local_launcher.actor_process, args=(spec,),
-                          name="actorq-benchmark-actor", daemon=True)
-    stop = threading.Event()
-
-    def republish() -> None:
-        version = 1
-        while not stop.wait(republish_every_s):
-            version += 1
-            publisher.publish(version, package)
-
-    def republish_every_pull() -> None:
-        version, limit = 1, period // 2
-        while not stop.is_set():
-            if control_view[local_launcher.SLOTS] < limit:
-                stop.wait(0.0005)
-                continue
-            version += 1  # the actor waits before its next pull: give it a new version
-            publisher.publish(version, package)
-            limit += period
-            control_view[local_launcher.STEP_LIMIT] = limit
-
-    republisher = threading.Thread(
-        target=republish_every_pull if republish_every_pull else republish, daemon=True)
-    report: dict[str, Any] | None = None
-    ready: dict[str, Any] | None = None
-    error = None
-    transitions = 0
-    try:
-        process.start()
-        writer.close()
-        if republish_every_s > 0 or republish_every_pull:
-            republisher.start()
-        while True:
-            try:
-                kind, _, payload = reader.recv()
-            except EOFError:
-                break
-            if kind == "experience":
-                transitions += len(payload["reward"])
-            elif kind == "report":
-                report = payload
-            elif kind == "ready":
-                ready = payload
-            elif kind == "error":
-                error = payload["traceback"].strip().splitlines()[-1]
-        process.join(30)
-    finally:
-        stop.set()
-        if process.is_alive():
-            process.kill()
-            process.join(5)
-        publisher.close()
-    if error is not None or report is None or ready is None:
-        return {"error": error or f"actor exited with code {process.exitcode}"}
+    probe = launch(program, "local", shutdown_timeout=30.0)
+    report, ready, error, transitions = probe.report, probe.ready, probe.error, probe.transitions
+    if error is not None or report is None or ready is None or not report.get("final"):
+        return {"error": error or "the actor stopped before its final report"}
     from actorq.runtime.breakdown import SECTIONS
 
     # Steady state: everything after the first action (whose step includes the first pull,

@@ -1,4 +1,5 @@
-"""Entry point shared by the experiment scripts: pick the launcher from the config."""
+"""Entry point shared by the experiment scripts: the ActorQ program of a config, run with the
+config's launcher."""
 
 from __future__ import annotations
 
@@ -6,13 +7,9 @@ from typing import Any
 
 import ml_collections
 
+from launchpad_programs.actorq_program import make_program
+from launchpad_programs.launchers import LAUNCHERS, launch
 from launchpad_programs.run_directory import RunDirectory, default_run_dir
-
-LAUNCHERS = ("single", "local", "ray")
-
-
-def _distributed(config: ml_collections.ConfigDict) -> bool:
-    return config.launcher != "single" and config.num_actors > 0
 
 
 def check_config(config: ml_collections.ConfigDict) -> None:
@@ -37,10 +34,13 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     from launchpad_programs.placement import select_learner_device
 
     select_learner_device(config.get("learner_device", "auto"))
-    if _distributed(config):
-        from launchpad_programs.distributed import check_launcher
+    if config.launcher != "single" and int(config.num_actors) < 1:
+        raise ValueError(f"launcher {config.launcher!r} needs num_actors >= 1, got "
+                         f"{config.num_actors}; use launcher 'single' for one interleaved actor")
+    if config.launcher == "ray":
+        from launchpad_programs.launchers.ray import import_ray
 
-        check_launcher(config)
+        import_ray()
 
 
 def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> dict[str, Any]:
@@ -51,14 +51,10 @@ def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> d
     # Fails (no GPU for learner_device='gpu') before the run directory is created.
     with learner_device_scope(config.get("learner_device", "auto")) as device:
         run_dir = RunDirectory(default_run_dir(config), config, resume)
-        if not _distributed(config):
-            from launchpad_programs.single_process import run_single_process
-
-            summary = run_single_process(config, run_dir, resume)
-        else:
-            from launchpad_programs.distributed import run_distributed
-
-            summary = run_distributed(config, run_dir, resume)
+        program = make_program(config, run_dir, resume)
+        summary = launch(program, config.launcher,
+                         shutdown_timeout=float(config.get("shutdown_timeout_s", 5.0)),
+                         ray_address=config.get("ray_address", "") or None)
     summary["learner_device"] = f"{device.platform}:{device.id}"
     run_dir.write_json("summary.json", summary)
     return summary

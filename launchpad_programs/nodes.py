@@ -314,3 +314,46 @@ class DualEvaluator:
         if self._fp32 is not None and fp32_source is not None:
             result["fp32_version"], result["fp32_returns"] = self._fp32.run(fp32_source)
         return result
+
+
+class WarmupTable:
+    """The replay table as the learner sees it, plus one all-zeros warm-up batch.
+
+    ``warm_up(learner)`` runs one learner call on that batch (compiling its update) and then
+    restores the learner's state, so the warm-up leaves no trace; afterwards every call goes
+    to the real table.
+    """
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self._serve_warmup = False
+
+    def warm_up(self, learner: Any) -> None:
+        snapshot = learner.state()  # immutable jax arrays: safe to keep across a step
+        self._serve_warmup = True
+        try:
+            learner.step()
+        finally:
+            self._serve_warmup = False
+        learner.restore(snapshot)
+
+    def sample(self, batch_size: int, timeout: float | None = None) -> Any:
+        if not self._serve_warmup:
+            return self._table.sample(batch_size, timeout=timeout)
+        from actorq.replay.table import SampleBatch
+
+        return SampleBatch(
+            keys=-1 - np.arange(batch_size, dtype=np.int64),  # unknown keys: ignored
+            probabilities=np.full(batch_size, 1.0 / batch_size),
+            data={field: np.zeros((batch_size, *spec.shape), spec.dtype)
+                  for field, spec in self._table.signature.items()},
+            priorities=np.ones(batch_size),
+            table_size=batch_size,
+        )
+
+    def update_priorities(self, keys: Any, priorities: Any) -> None:
+        self._table.update_priorities(keys, priorities)
+
+    @property
+    def size(self) -> int:
+        return self._table.size

@@ -127,3 +127,14 @@ class ActorPacing:
         replay (its adders, unsent chunks, unused claims). Those steps will never become items, so
         the limit allows for them."""
         self._lost[int(index)] = max(self._lost.get(int(index), 0), int(steps_without_items))
+
+
+def pacing_row(table: Any, admission: Any) -> dict[str, float]:
+    """Learner-log fields that show how the rate limiter paces the run."""
+    inserts = table.num_inserts
+    return {
+        "replay_inserts": inserts,
+        "replay_samples": table.num_samples,
+        "samples_per_insert": table.num_samples / inserts if inserts else 0.0,
+        "admission_waiting": admission.waiting_items,
+    }

@@ -143,27 +143,40 @@ def _stress_reader(name: str, size: int, count: int, verify_crc: bool, conn) -> 
 
 
 def test_program_lists_every_node_and_channel(tmp_path):
-    from launchpad_programs.program import make_program
+    from launchpad_programs.actorq_program import ActorNode, EvaluatorNode, LearnerNode, make_program
 
     config = dqn_config(tmp_path / "run", steps=1000, num_actors=3)
     program = make_program(config)
     text = str(program)
     print(text)
-    for name in ("replay", "learner", "actor_0", "actor_1", "actor_2", "evaluator", "counter"):
-        assert name in program.node_names
+    assert program.node_names == ("learner", "evaluator", "actor_0", "actor_1", "actor_2")
+    for name in program.node_names:
         assert f"  {name}" in text
-    for channel in ("weights", "experience", "control"):
+    for channel in ("weights", "experience", "logs", "steps"):
         assert f"  {channel}" in text
+    # Nodes carry the code that builds them.
+    assert program.main.make is LearnerNode and program.node("evaluator").make is EvaluatorNode
+    assert all(n.make is ActorNode and n.restart for n in program.nodes_of("actor"))
+    assert [n.kwargs["index"] for n in program.nodes_of("actor")] == [0, 1, 2]
     assert program.channel("weights").targets == ("actor_0", "actor_1", "actor_2", "evaluator")
-    assert program.channel("experience").targets == ("replay",)
-    assert program.node("replay").process == "learner"
-    assert [n.index for n in program.actors] == [0, 1, 2]
+    assert program.channel("experience").targets == ("learner",)
+    steps = program.channel("steps")
+    assert steps.kind == "counter" and steps.max_total == 1000
+    assert program.slot_of("actor_2") == {"steps": 2}
     assert "int8" in text and "cartpole" in text
 
 
-def test_importing_launchers_does_not_import_ray():
-    code = ("import sys, launchpad_programs.distributed, launchpad_programs.ray_launcher, "
-            "launchpad_programs.local_launcher; assert 'ray' not in sys.modules; "
+def test_single_launcher_program_has_one_actor(tmp_path):
+    from launchpad_programs.actorq_program import make_program
+
+    config = dqn_config(tmp_path / "run", steps=1000, num_actors=4, launcher="single")
+    assert [n.name for n in make_program(config).nodes_of("actor")] == ["actor_0"]
+
+
+def test_importing_launchers_does_not_import_ray_or_jax():
+    code = ("import sys, launchpad_programs.launch, launchpad_programs.launchers.ray, "
+            "launchpad_programs.launchers.local, launchpad_programs.actorq_program; "
+            "assert 'ray' not in sys.modules; "
             "assert 'jax' not in sys.modules, 'children must set XLA flags before jax'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
 
@@ -497,18 +510,6 @@ def test_children_exit_when_the_driver_is_killed(tmp_path):
 # ---------------------------------------------------------------------------- Ray launcher
 
 
-@pytest.fixture(scope="module")
-def ray_session():
-    ray = pytest.importorskip(
-        "ray", reason="ray is an optional extra (pip install -e '.[ray]'): Ray launcher untested")
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False)
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 # ray.init forks helper processes after this test process started JAX: harmless here.
 @pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
 def test_ray_mixed_precision_fleet(tmp_path, ray_session):
@@ -578,7 +579,7 @@ def test_ray_topology_with_3_envs_per_actor_keeps_the_exact_budget(tmp_path, ray
 
 
 def test_missing_ray_gives_install_hint(monkeypatch):
-    from launchpad_programs import ray_launcher
+    from launchpad_programs.launchers import ray as ray_launcher
 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(ImportError, match=r"pip install -e \"\.\[ray\]\""):

@@ -34,7 +34,7 @@ def tiny_dqn(run_dir: Path, steps: int = 1500):
 def test_single_process_run_writes_everything(tmp_path):
     summary = run_experiment(tiny_dqn(tmp_path / "run"))
     run = tmp_path / "run"
-    for name in ("config.json", "eval.jsonl", "actor.jsonl", "learner.jsonl", "eval.csv",
+    for name in ("config.json", "eval.jsonl", "actor_0.jsonl", "learner.jsonl", "eval.csv",
                  "breakdown.json", "breakdown.md", "summary.json", "energy.json"):
         assert (run / name).exists(), name
     assert list((run / "tb").iterdir())
