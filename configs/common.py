@@ -30,7 +30,13 @@ def base_config(
     # More environments raise each actor's env steps/s for both precisions but shrink the
     # int8/fp32 ratio (benchmarks/envs_per_actor.py); pull_period and budgets count env steps.
     config.envs_per_actor = 1
+    # Ray: the cluster to join ("" starts a local instance bound to 127.0.0.1); how actors are
+    # placed over its nodes (spread: one node after another; pack: Ray's default, filling a node
+    # first); custom resources each actor needs ("actor_host=1": only nodes started with
+    # --resources='{"actor_host": N}' take actors, N per node).
     config.ray_address = ""
+    config.ray_actor_placement = "spread"
+    config.ray_actor_resources = ""
     # Where the learner runs: auto (a GPU when JAX sees one, else the CPU), cpu or gpu. Actors
     # are CPU processes either way.
     config.learner_device = "auto"

@@ -86,6 +86,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
     """The ActorQ program for ``config`` (agent, task, quantizers and actor count from it).
     ``run_dir`` is where the learner writes (needed to launch, not to print)."""
     from launchpad_programs import nodes as node_lib
+    from launchpad_programs.placement import ray_actor_options
     from launchpad_programs.workers import SINGLE_THREAD_ENV
 
     num_actors = program_actors(config)
@@ -100,6 +101,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
               f"-> {network.output_size}")
     replay = config.replay
     actor_names = tuple(f"actor_{i}" for i in range(num_actors))
+    actor_options = ray_actor_options(config)
     nodes: list[Node] = [
         Node(
             "learner", LearnerNode,
@@ -129,7 +131,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
             f"actor_{i}", ActorNode,
             kwargs={"config": config, "index": i, "num_actors": num_actors,
                     "chunk_size": chunk_size},
-            kind="actor", restart=True, env=SINGLE_THREAD_ENV,
+            kind="actor", restart=True, env=SINGLE_THREAD_ENV, ray_options=actor_options,
             runs=(f"FeedForwardActor on {envs_label(config)}{config.task} "
                   f"({config.actor_runtime} runtime, {precisions[i]} package, exploration "
                   f"{i}/{num_actors}), pulls every {config.pull_period} steps, "
@@ -344,6 +346,7 @@ class LearnerNode:
         self._own_at_start = list(counters["actor_own_steps"])
         self._reports: dict[str, dict[int, dict[str, Any]]] = {}
         self._startup: list[float] = []
+        self._placement: dict[str, dict[int, str]] = {}  # actor -> incarnation -> node
         self._last_eval = float("nan")
         self._actor_logs = {name: run_dir.logger(name) for name in actors}
         self._learner_log = run_dir.logger("learner")
@@ -496,6 +499,9 @@ class LearnerNode:
             incarnation = int(event.get("incarnation", 0))
             if node in self._actors:
                 self._startup.append(float(event.get("startup_s", float("nan"))))
+                # Where this incarnation runs: its Ray node, or its host.
+                self._placement.setdefault(node, {})[incarnation] = str(
+                    event.get("ray_node") or event.get("host", ""))
             if "first_step" in event:  # counts even if the node dies before reporting
                 self._reports.setdefault(node, {}).setdefault(
                     incarnation, {**event["first_step"], "incarnation": incarnation})
@@ -518,6 +524,11 @@ class LearnerNode:
             logging.error("%s failed:\n%s", node, event.get("traceback"))
             self._event({"event": "error", "node": node,
                          "error": str(event.get("traceback"))[-2000:]})
+        elif kind == "node_lost":
+            logging.warning("lost cluster node %s at actor step %d; its nodes are restarted "
+                            "elsewhere", event.get("ray_node"), self._counter.total())
+            self._event({**event, "actor_steps": self._counter.total(),
+                         "wall_time_s": self._wall_time()})
         else:
             self._event(event)
 
@@ -605,6 +616,7 @@ class LearnerNode:
             "energy_kwh": energy.energy_kwh,
             "emissions_kg": energy.emissions_kg,
             "bytes_pulled": bytes_pulled,
+            "bytes_pulled_per_node": self._bytes_pulled_per_node(),
             "num_pulls": num_pulls,
             "actor_restarts": self._counters["actor_restarts"],
             "evaluator_restarts": self._counters["evaluator_restarts"],
@@ -656,6 +668,16 @@ class LearnerNode:
             merged[node] = total if total is not None else RuntimeBreakdown.from_dict({})
         return merged
 
+    def _bytes_pulled_per_node(self) -> dict[str, int]:
+        """Package bytes pulled per cluster node (Ray node id, or host), all incarnations."""
+        totals: dict[str, int] = {}
+        for actor, per_incarnation in self._reports.items():
+            for incarnation, report in per_incarnation.items():
+                where = self._placement.get(actor, {}).get(incarnation, "unknown")
+                totals[where] = (totals.get(where, 0)
+                                 + int(report["breakdown"].get("bytes_pulled", 0)))
+        return totals
+
     def _pull_totals(self) -> tuple[int, int]:
         reports = [r for per_node in self._reports.values() for r in per_node.values()]
         return (sum(int(r["breakdown"].get("bytes_pulled", 0)) for r in reports),
@@ -673,6 +695,8 @@ class LearnerNode:
                 summaries[node]["num_pulls"] = sum(int(r.get("num_pulls", 0))
                                                    for r in per_node.values())
                 summaries[node]["incarnations"] = len(per_node)
+        for node, placement in self._placement.items():
+            summaries[node]["ray_node"] = placement[max(placement)]  # the last incarnation's
         self.run_dir.write_json("breakdown.json", summaries)
         (self.run_dir.path / "breakdown.md").write_text(markdown_table(summaries) + "\n")
 

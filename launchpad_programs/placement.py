@@ -1,4 +1,11 @@
-"""Where the learner runs: ``config.learner_device = auto | cpu | gpu``.
+"""Where nodes run.
+
+``config.learner_device = auto | cpu | gpu``: the learner's device. On Ray the learner (the
+program's main node) runs in the launching process: start the experiment on the cluster node
+that should host it (the head, or a GPU node joined with ``ray_address``).
+
+``config.ray_actor_placement = spread | pack`` and ``config.ray_actor_resources`` place the actor
+nodes over a Ray cluster's nodes (:func:`ray_actor_options`).
 
 The learner process puts its jitted update, the batches it samples and the quantization of each
 published policy on that device (JAX's default device for the run); packages come back to the
@@ -13,6 +20,41 @@ from collections.abc import Iterator
 from typing import Any
 
 LEARNER_DEVICES = ("auto", "cpu", "gpu")
+RAY_PLACEMENTS = {"spread": "SPREAD", "pack": "DEFAULT"}
+
+
+def parse_resources(spec: str) -> dict[str, float]:
+    """``"actor_host=1,gpu_box=0.5"`` -> ``{"actor_host": 1.0, "gpu_box": 0.5}``."""
+    resources: dict[str, float] = {}
+    for item in (part.strip() for part in str(spec or "").split(",")):
+        if not item:
+            continue
+        name, sep, amount = item.partition("=")
+        try:
+            value = float(amount) if sep else float("nan")
+        except ValueError:
+            value = float("nan")
+        if not name.strip() or not value > 0:
+            raise ValueError(f"ray_actor_resources: {item!r} is not NAME=AMOUNT with AMOUNT > 0 "
+                             "(e.g. 'actor_host=1')")
+        resources[name.strip()] = value
+    return resources
+
+
+def ray_actor_options(config: Any) -> dict[str, Any]:
+    """The Ray actor options of an actor node: ``spread`` places actors on different nodes as
+    long as there are nodes with room (Ray's ``SPREAD``), ``pack`` uses Ray's default, which fills
+    a node before it uses the next; ``ray_actor_resources`` are custom resources every actor needs,
+    so only nodes that offer them take actors."""
+    placement = str(config.get("ray_actor_placement", "spread"))
+    if placement not in RAY_PLACEMENTS:
+        raise ValueError(f"unknown ray_actor_placement {placement!r}; valid: "
+                         f"{', '.join(RAY_PLACEMENTS)}")
+    options: dict[str, Any] = {"scheduling_strategy": RAY_PLACEMENTS[placement]}
+    resources = parse_resources(config.get("ray_actor_resources", ""))
+    if resources:
+        options["resources"] = resources
+    return options
 
 
 def _devices(platform: str) -> list[Any]:

@@ -160,7 +160,8 @@ class Node:
       restart: restart it (new incarnation) when it dies before finishing.
       abandon_on_stop: it has nothing to flush, so a stopping launcher terminates it at once.
       env: environment variables its process needs (set before anything is imported).
-      resources: Ray resources of its actor (``{"num_cpus": 1}``); other launchers ignore them.
+      ray_options: options of its Ray actor (``num_cpus``, ``resources``,
+        ``scheduling_strategy``); other launchers ignore them.
     """
 
     name: str
@@ -172,7 +173,7 @@ class Node:
     restart: bool = False
     abandon_on_stop: bool = False
     env: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    resources: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    ray_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,8 @@ def ray_session():
         "ray", reason="ray is an optional extra (pip install -e '.[ray]'): Ray launcher untested")
     started = not ray.is_initialized()
     if started:
-        ray.init(num_cpus=2, include_dashboard=False)
+        # address='local': a new instance, never one another process left running.
+        ray.init(address="local", num_cpus=2, include_dashboard=False)
     yield ray
     if started:
         ray.shutdown()

@@ -32,6 +32,7 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -222,7 +223,8 @@ class ChildContext:
     def ready(self, **info: Any) -> None:
         self._spec.conn.send((EVENT, {
             "event": "ready", "node": self.name, "incarnation": self.incarnation,
-            "pid": os.getpid(), "startup_s": time.time() - self._spec.spawn_time, **info}))
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "startup_s": time.time() - self._spec.spawn_time, **info}))
 
     def events(self) -> list[dict[str, Any]]:
         raise RuntimeError("lifecycle events go to the main node only")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -42,6 +43,7 @@ DRAIN_WAIT_S = 0.2
 STATUS_EVERY_S = 0.1
 GAUGE_EVERY_S = 0.05
 MAX_STARTUP_FAILURES = 3
+NODES_EVERY_S = 1.0  # how often the cluster's node list is read (node-loss events)
 IDLE_SLEEP_MAX_S = 0.02
 
 
@@ -258,7 +260,9 @@ class NodeHost:
 
     def ready(self, **info: Any) -> None:
         self._event({"event": "ready", "node": self.name, "incarnation": self.incarnation,
-                     "pid": os.getpid(), "startup_s": time.time() - self._spawn_time, **info})
+                     "pid": os.getpid(), "host": socket.gethostname(),
+                     "ray_node": import_ray().get_runtime_context().get_node_id(),
+                     "startup_s": time.time() - self._spawn_time, **info})
 
     def events(self) -> list[dict[str, Any]]:
         raise RuntimeError("lifecycle events go to the main node only")
@@ -443,6 +447,8 @@ class RayHost:
         self._receiver: threading.Thread | None = None
         self._receiver_stop = threading.Event()
         self._closed = False
+        self._alive_nodes: set[str] = set()
+        self._last_cluster_look = -NODES_EVERY_S
         total_cpus = float(self.ray.cluster_resources().get("CPU", 1.0))
         others = max(1, len(program.nodes) - 1)
         self._default_cpus = max(0.01, min(1.0, int(100 * total_cpus / (others + 1)) / 100))
@@ -456,7 +462,11 @@ class RayHost:
         previous = signal.getsignal(signal.SIGTERM)
         kwargs: dict[str, Any] = {"include_dashboard": False}
         if address is None:
+            address = "local"  # a new instance: never join a cluster that happens to be running
+            # A local instance listens on this machine only (with Ray's token authentication,
+            # on by default for local instances since Ray 2.59).
             kwargs["num_cpus"] = max(os.cpu_count() or 1, num_nodes)
+            kwargs["_node_ip_address"] = "127.0.0.1"
         ray.init(address=address, **kwargs)
         self._started_ray = True
         if threading.current_thread() is threading.main_thread():
@@ -478,7 +488,7 @@ class RayHost:
     def _spawn(self, node: Node, incarnation: int) -> None:
         options: dict[str, Any] = {"num_cpus": self._default_cpus, "max_concurrency": 4,
                                    "runtime_env": {"env_vars": dict(node.env)}}
-        options.update(node.resources)
+        options.update(node.ray_options)
         handle = self.ray.remote(NodeHost).options(**options).remote(
             node, self.program.channels, self.program.slot_of(node.name), self.hub,
             incarnation, time.time())
@@ -551,9 +561,32 @@ class RayHost:
             self._arrived.wait(0.02)
             self._arrived.clear()
 
+    def _watch_cluster(self) -> None:
+        """A ``node_lost`` event for every cluster node that died since the last look."""
+        now = time.monotonic()
+        if now - self._last_cluster_look < NODES_EVERY_S:
+            return
+        self._last_cluster_look = now
+        try:
+            nodes = self.ray.nodes()
+        except Exception:  # noqa: BLE001 - the next look will tell
+            return
+        for info in nodes:
+            node_id = info.get("NodeID")
+            if info.get("Alive"):
+                self._alive_nodes.add(node_id)
+            elif node_id in self._alive_nodes:
+                self._alive_nodes.discard(node_id)
+                logging.warning("Ray node %s (%s) was lost", node_id,
+                                info.get("NodeManagerAddress"))
+                with self.lock:
+                    self.events.append({"event": "node_lost", "ray_node": node_id,
+                                        "host": info.get("NodeManagerAddress", "")})
+
     def supervise(self) -> None:
         if self.stopping:
             return
+        self._watch_cluster()
         with self.lock:
             dead = [(name, dict(n)) for name, n in self.nodes.items()
                     if n["dead"] and not n["finished"]]

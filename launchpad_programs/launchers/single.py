@@ -9,6 +9,7 @@ all wait on each other): the launcher raises instead of spinning.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from typing import Any
 
@@ -45,7 +46,7 @@ class MemoryContext:
 
     def ready(self, **info: Any) -> None:
         self._host.events.append({"event": "ready", "node": self.name, "incarnation": 0,
-                                  "pid": os.getpid(),
+                                  "pid": os.getpid(), "host": socket.gethostname(),
                                   "startup_s": time.time() - self._created, **info})
 
     def events(self) -> list[dict[str, Any]]:
