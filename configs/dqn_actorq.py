@@ -98,6 +98,12 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
             "priority_epsilon": 1e-3,
             "qat_bits": ml_collections.FieldReference(None, field_type=int),
             "qat_delay_steps": 0,
+            # The learner's arithmetic: fp32, or pure fp16/bf16 with Björck et al.'s fixes
+            # (all, none, or names: hadam, loss_scaling, kahan_gradients apply to DQN).
+            "precision": "fp32",
+            "lowp_fixes": "all",
+            "loss_scale_init": 1e4,
+            "loss_scale_increase_every": 10_000,
         }
     )
     config.replay.max_size = 100_000

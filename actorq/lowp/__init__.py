@@ -29,6 +29,7 @@ _EXPORTS = {
     "cast_tree": "actorq.lowp.precision",
     "current_loss_scale": "actorq.lowp.optim",
     "dtype_of": "actorq.lowp.precision",
+    "flat_lowp_adam_update": "actorq.lowp.optim",
     "gaussian_log_prob": "actorq.lowp.numerics",
     "hadam": "actorq.lowp.optim",
     "kahan_add": "actorq.lowp.polyak",
@@ -46,6 +47,7 @@ _EXPORTS = {
     "stable_softplus": "actorq.lowp.numerics",
     "tanh_log_det_jacobian": "actorq.lowp.numerics",
     "tree_bytes": "actorq.lowp.precision",
+    "value_and_scaled_grad": "actorq.lowp.optim",
 }
 __getattr__ = lazy_getattr(__name__, _EXPORTS)
 
@@ -61,6 +63,7 @@ __all__ = [
     "cast_tree",
     "current_loss_scale",
     "dtype_of",
+    "flat_lowp_adam_update",
     "gaussian_log_prob",
     "hadam",
     "kahan_add",
@@ -78,4 +81,5 @@ __all__ = [
     "stable_softplus",
     "tanh_log_det_jacobian",
     "tree_bytes",
+    "value_and_scaled_grad",
 ]

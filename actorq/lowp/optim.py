@@ -422,3 +422,32 @@ def lowp_adam_update(
     )
     new_params = pick(new_params, params)
     return new_params, new_state, LowpAdamInfo(~finite, new_state.loss_scale)
+
+
+def value_and_scaled_grad(
+    loss_fn: Callable[[Params], tuple[jax.Array, Any]], params: Params, scale: jax.Array
+) -> tuple[jax.Array, Any, Params]:
+    """``(loss, aux, d(loss * scale)/dparams)`` for ``loss_fn(params) -> (loss, aux)``: gradients
+    of the scaled loss (compound loss scaling never divides them back), the loss unscaled."""
+
+    def scaled(p: Params) -> tuple[jax.Array, tuple[jax.Array, Any]]:
+        loss, aux = loss_fn(p)
+        return loss * scale.astype(loss.dtype), (loss, aux)
+
+    (_, (loss, aux)), grads = jax.value_and_grad(scaled, has_aux=True)(params)
+    return loss, aux, grads
+
+
+def flat_lowp_adam_update(
+    grads: Params, opt_state: LowpAdamState, params: Params, config: LowpAdamConfig
+) -> tuple[Params, LowpAdamState, LowpAdamInfo]:
+    """:func:`lowp_adam_update` on the parameters raveled into one vector (elementwise, so the
+    same arithmetic as per leaf); ``opt_state`` holds that vector's buffers
+    (``lowp_adam_init(ravel_pytree(params)[0], config)``). One vector instead of a dozen leaves
+    halves compile and run time for small networks."""
+    from jax.flatten_util import ravel_pytree
+
+    flat_params, unravel = ravel_pytree(params)
+    flat_grads, _ = ravel_pytree(grads)
+    new_flat, opt_state, info = lowp_adam_update(flat_grads, opt_state, flat_params, config)
+    return unravel(new_flat), opt_state, info

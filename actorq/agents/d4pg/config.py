@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from actorq.lowp.fixes import PRECISIONS, LowpFixes
 from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
+
+# Of Björck et al.'s six fixes, those that act on D4PG's update (its policy is deterministic and
+# its target networks are periodic copies, not Polyak averages).
+D4PG_FIXES = ("hadam", "loss_scaling", "kahan_gradients")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +39,29 @@ class D4PGConfig:
     # Quantization-aware training of the policy: bits (None = off) and fp32 steps before it.
     qat_bits: int | None = None
     qat_delay_steps: int = 0
+    # The learner's arithmetic: fp32, or pure fp16/bf16 (parameters, activations, gradients and
+    # optimizer state in that dtype, as in Björck et al.) with the fixes in lowp_fixes ("all",
+    # "none" or names; only D4PG_FIXES apply); the optimizer is then their Adam.
+    precision: str = "fp32"
+    lowp_fixes: str = "all"
+    loss_scale_init: float = 1e4
+    loss_scale_increase_every: int = 10_000
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
+        LowpFixes.from_names(self.lowp_fixes)  # fails on an unknown name
+        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
+            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
         if self.num_atoms < 2 or self.v_max <= self.v_min:
             raise ValueError("need num_atoms >= 2 and v_max > v_min")
         if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
             raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
+
+    @property
+    def fix_names(self) -> tuple[str, ...]:
+        """The fixes in effect: those of ``lowp_fixes`` that apply to D4PG, none in fp32."""
+        if self.precision == "fp32":
+            return ()
+        return tuple(n for n in LowpFixes.from_names(self.lowp_fixes).names() if n in D4PG_FIXES)

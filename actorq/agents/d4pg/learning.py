@@ -1,6 +1,9 @@
 """D4PG learner: distributional critic (rlax categorical TD) + deterministic policy gradient.
 
 The whole update, ``sgd_steps_per_call`` SGD steps, is one jitted function (a ``lax.scan``).
+``config.precision`` fp16 or bf16 trains in that dtype throughout (parameters, activations,
+gradients, optimizer state) with Björck et al.'s Adam (``actorq.lowp``: hAdam, compound loss
+scaling, Kahan-gradients, each switchable); the published policy is cast back to float32.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import rlax
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.d4pg.networks import D4PGNetworks, atoms
 from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
+from actorq.lowp import (LowpAdamConfig, LowpFixes, cast_tree, dtype_of, flat_lowp_adam_update,
+                         lowp_adam_init, value_and_scaled_grad)
 from actorq.quantization.qat import QATSchedule
 
 
@@ -120,14 +125,34 @@ class D4PGLearner:
         self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
         self._policy_opt = optax.adam(config.policy_learning_rate)
         self._critic_opt = optax.adam(config.critic_learning_rate)
-        policy_params, critic_params = networks.init(jax.random.key(seed))
+        self._dtype = dtype_of(config.precision)
+        self._lowp = config.precision != "fp32"
+        fixes = LowpFixes.from_names(config.fix_names)
+
+        def lowp_adam(learning_rate: float) -> LowpAdamConfig:
+            return LowpAdamConfig.from_fixes(
+                fixes, learning_rate=learning_rate, init_scale=config.loss_scale_init,
+                increase_every=config.loss_scale_increase_every)
+
+        self._policy_lowp = lowp_adam(config.policy_learning_rate)
+        self._critic_lowp = lowp_adam(config.critic_learning_rate)
+        policy_params, critic_params = cast_tree(networks.init(jax.random.key(seed)),
+                                                 self._dtype)
+        if self._lowp:
+            from jax.flatten_util import ravel_pytree
+
+            policy_opt_state = lowp_adam_init(ravel_pytree(policy_params)[0], self._policy_lowp)
+            critic_opt_state = lowp_adam_init(ravel_pytree(critic_params)[0], self._critic_lowp)
+        else:
+            policy_opt_state = self._policy_opt.init(policy_params)
+            critic_opt_state = self._critic_opt.init(critic_params)
         self._state = TrainingState(
             policy_params=policy_params,
             critic_params=critic_params,
             target_policy_params=policy_params,
             target_critic_params=critic_params,
-            policy_opt_state=self._policy_opt.init(policy_params),
-            critic_opt_state=self._critic_opt.init(critic_params),
+            policy_opt_state=policy_opt_state,
+            critic_opt_state=critic_opt_state,
             steps=jnp.zeros((), jnp.int32),
         )
         self._update_fp32 = jax.jit(functools.partial(self._update, networks.policy))
@@ -139,7 +164,8 @@ class D4PGLearner:
         self._steps = 0
 
     def _update(self, policy, state: TrainingState, batches: Batch):
-        support = jnp.asarray(atoms(self._config))
+        support = jnp.asarray(atoms(self._config), self._dtype)
+        batches = cast_tree(batches, self._dtype)
         critic_apply = self._networks.critic.apply
         # The target policy stays fp32 (it only shapes the critic's target); QAT affects the
         # online policy whose gradients train the weights that actors will run quantized.
@@ -148,23 +174,39 @@ class D4PGLearner:
         def one_step(state: TrainingState, batch: Batch):
             # Each gradient needs only its own loss; computing both per gradient would trace
             # the other loss twice inside the hot update.
-            c_loss, critic_grads = jax.value_and_grad(
-                lambda p: critic_loss(target_apply, critic_apply, support, p,
-                                      state.target_policy_params, state.target_critic_params,
-                                      batch)
-            )(state.critic_params)
-            p_loss, policy_grads = jax.value_and_grad(
-                lambda p: policy_loss(policy.apply, critic_apply, support,
-                                      self._config.dqda_clipping, p, state.critic_params, batch)
-            )(state.policy_params)
-            critic_updates, critic_opt_state = self._critic_opt.update(
-                critic_grads, state.critic_opt_state
-            )
-            policy_updates, policy_opt_state = self._policy_opt.update(
-                policy_grads, state.policy_opt_state
-            )
-            critic_params = optax.apply_updates(state.critic_params, critic_updates)
-            policy_params = optax.apply_updates(state.policy_params, policy_updates)
+            def critic_fn(p):
+                return critic_loss(target_apply, critic_apply, support, p,
+                                   state.target_policy_params, state.target_critic_params,
+                                   batch), None
+
+            def policy_fn(p):
+                return policy_loss(policy.apply, critic_apply, support,
+                                   self._config.dqda_clipping, p, state.critic_params, batch), None
+
+            if self._lowp:
+                c_loss, _, critic_grads = value_and_scaled_grad(
+                    critic_fn, state.critic_params, state.critic_opt_state.loss_scale)
+                p_loss, _, policy_grads = value_and_scaled_grad(
+                    policy_fn, state.policy_params, state.policy_opt_state.loss_scale)
+                critic_params, critic_opt_state, _ = flat_lowp_adam_update(
+                    critic_grads, state.critic_opt_state, state.critic_params,
+                    self._critic_lowp)
+                policy_params, policy_opt_state, _ = flat_lowp_adam_update(
+                    policy_grads, state.policy_opt_state, state.policy_params,
+                    self._policy_lowp)
+            else:
+                (c_loss, _), critic_grads = jax.value_and_grad(critic_fn, has_aux=True)(
+                    state.critic_params)
+                (p_loss, _), policy_grads = jax.value_and_grad(policy_fn, has_aux=True)(
+                    state.policy_params)
+                critic_updates, critic_opt_state = self._critic_opt.update(
+                    critic_grads, state.critic_opt_state
+                )
+                policy_updates, policy_opt_state = self._policy_opt.update(
+                    policy_grads, state.policy_opt_state
+                )
+                critic_params = optax.apply_updates(state.critic_params, critic_updates)
+                policy_params = optax.apply_updates(state.policy_params, policy_updates)
             steps = state.steps + 1
             target_policy = optax.periodic_update(
                 policy_params, state.target_policy_params, steps,
@@ -178,10 +220,15 @@ class D4PGLearner:
                 policy_params, critic_params, target_policy, target_critic,
                 policy_opt_state, critic_opt_state, steps,
             )
-            return new_state, {"critic_loss": c_loss, "policy_loss": p_loss}
+            return new_state, {"critic_loss": c_loss.astype(jnp.float32),
+                               "policy_loss": p_loss.astype(jnp.float32)}
 
         state, metrics = jax.lax.scan(one_step, state, batches)
-        return state, jax.tree_util.tree_map(jnp.mean, metrics)
+        metrics = jax.tree_util.tree_map(jnp.mean, metrics)
+        if self._lowp:
+            metrics["loss_scale"] = state.critic_opt_state.loss_scale.astype(jnp.float32)
+            metrics["policy_loss_scale"] = state.policy_opt_state.loss_scale.astype(jnp.float32)
+        return state, metrics
 
     @property
     def steps(self) -> int:
@@ -200,7 +247,8 @@ class D4PGLearner:
         return {**out, **sample_policy_lag(self._steps, raw)}
 
     def policy_params(self) -> Any:
-        return self._state.policy_params
+        """The policy parameters as float32 (what the quantizers and actors take)."""
+        return cast_tree(self._state.policy_params, jnp.float32)
 
     def state(self) -> Any:
         return self._state._asdict()

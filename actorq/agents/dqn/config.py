@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from actorq.lowp.fixes import PRECISIONS, LowpFixes
 from actorq.networks.sizes import PAPER_POLICY_SIZES
+
+# Of Björck et al.'s six fixes, those that act on DQN's update (it has no Gaussian policy, and
+# its target network is a periodic copy, not a Polyak average).
+DQN_FIXES = ("hadam", "loss_scaling", "kahan_gradients")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,9 +38,30 @@ class DQNConfig:
     priority_epsilon: float = 1e-3
     qat_bits: int | None = None
     qat_delay_steps: int = 0
+    # The learner's arithmetic: fp32, or pure fp16/bf16 (parameters, activations, gradients and
+    # optimizer state all in that dtype, as in Björck et al.) with the fixes in lowp_fixes
+    # ("all", "none" or names; only DQN_FIXES apply). In fp16/bf16 the optimizer is their Adam,
+    # and the global-norm clip is off: compound loss scaling never unscales the gradients.
+    precision: str = "fp32"
+    lowp_fixes: str = "all"
+    loss_scale_init: float = 1e4
+    loss_scale_increase_every: int = 10_000
 
     def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(
+                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
+        LowpFixes.from_names(self.lowp_fixes)  # fails on an unknown name
+        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
+            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
         if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
             raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:
             raise ValueError("need 0 <= epsilon_min <= epsilon_max <= 1")
+
+    @property
+    def fix_names(self) -> tuple[str, ...]:
+        """The fixes in effect: those of ``lowp_fixes`` that apply to DQN, none in fp32."""
+        if self.precision == "fp32":
+            return ()
+        return tuple(n for n in LowpFixes.from_names(self.lowp_fixes).names() if n in DQN_FIXES)

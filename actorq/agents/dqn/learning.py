@@ -1,6 +1,9 @@
 """DQN learner: double Q-learning with a Huber loss (rlax), n-step targets, optional PER.
 
-``sgd_steps_per_call`` SGD steps run inside one jitted ``lax.scan``.
+``sgd_steps_per_call`` SGD steps run inside one jitted ``lax.scan``. ``config.precision`` fp16 or
+bf16 trains in that dtype throughout (parameters, activations, gradients, optimizer state) with
+Björck et al.'s Adam (``actorq.lowp``: hAdam, compound loss scaling, Kahan-gradients, each
+switchable); the published policy is cast back to float32 for the quantizers.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import rlax
 from actorq.agents.dqn.config import DQNConfig
 from actorq.agents.dqn.networks import DQNNetworks
 from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
+from actorq.lowp import (LowpAdamConfig, LowpFixes, cast_tree, dtype_of, flat_lowp_adam_update,
+                         lowp_adam_init, value_and_scaled_grad)
 from actorq.quantization.qat import QATSchedule
 from actorq.replay.samplers import importance_weights
 
@@ -87,10 +92,21 @@ class DQNLearner:
             optax.clip_by_global_norm(config.max_gradient_norm),
             optax.adam(config.learning_rate, eps=config.adam_epsilon),
         )
-        params = networks.init(jax.random.key(seed))
-        self._state = TrainingState(
-            params, params, self._optimizer.init(params), jnp.zeros((), jnp.int32)
+        self._dtype = dtype_of(config.precision)
+        self._lowp = config.precision != "fp32"
+        self._lowp_adam = LowpAdamConfig.from_fixes(
+            LowpFixes.from_names(config.fix_names), learning_rate=config.learning_rate,
+            eps=config.adam_epsilon, init_scale=config.loss_scale_init,
+            increase_every=config.loss_scale_increase_every,
         )
+        params = cast_tree(networks.init(jax.random.key(seed)), self._dtype)
+        if self._lowp:
+            from jax.flatten_util import ravel_pytree
+
+            opt_state = lowp_adam_init(ravel_pytree(params)[0], self._lowp_adam)
+        else:
+            opt_state = self._optimizer.init(params)
+        self._state = TrainingState(params, params, opt_state, jnp.zeros((), jnp.int32))
         self._update_fp32 = jax.jit(functools.partial(self._update, networks.q_network))
         self._update_qat = (
             jax.jit(functools.partial(self._update, networks.qat_q_network))
@@ -102,17 +118,28 @@ class DQNLearner:
     def _update(self, q_network, state: TrainingState, batches, weights):
         target_apply = self._networks.q_network.apply
 
+        if self._lowp:  # the whole step in the learner's dtype (the action index stays int)
+            batches = {k: v if k == "action" else v.astype(self._dtype)
+                       for k, v in batches.items()}
+            weights = weights.astype(self._dtype)
+
         def one_step(state: TrainingState, inputs):
             batch, w = inputs
-            (loss, td_abs), grads = jax.value_and_grad(
-                lambda p: double_q_loss(
-                    q_network.apply, target_apply, self._config.huber_delta,
-                    p, state.target_params, batch, w,
-                ),
-                has_aux=True,
-            )(state.params)
-            updates, opt_state = self._optimizer.update(grads, state.opt_state, state.params)
-            params = optax.apply_updates(state.params, updates)
+
+            def loss_fn(p):
+                return double_q_loss(q_network.apply, target_apply, self._config.huber_delta,
+                                     p, state.target_params, batch, w)
+
+            if self._lowp:
+                loss, td_abs, grads = value_and_scaled_grad(
+                    loss_fn, state.params, state.opt_state.loss_scale)
+                params, opt_state, _ = flat_lowp_adam_update(
+                    grads, state.opt_state, state.params, self._lowp_adam)
+            else:
+                (loss, td_abs), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+                updates, opt_state = self._optimizer.update(grads, state.opt_state,
+                                                            state.params)
+                params = optax.apply_updates(state.params, updates)
             steps = state.steps + 1
             target = optax.periodic_update(
                 params, state.target_params, steps, self._config.target_update_period
@@ -120,7 +147,7 @@ class DQNLearner:
             return TrainingState(params, target, opt_state, steps), (loss, td_abs)
 
         state, (losses, td_abs) = jax.lax.scan(one_step, state, (batches, weights))
-        return state, jnp.mean(losses), td_abs
+        return state, jnp.mean(losses.astype(jnp.float32)), td_abs.astype(jnp.float32)
 
     @property
     def steps(self) -> int:
@@ -147,10 +174,13 @@ class DQNLearner:
             self._update_priorities(raw["keys"].reshape(-1), priorities)
         self._steps += calls
         out = {"loss": float(loss), "qat_active": float(qat_on)}
+        if self._lowp:
+            out["loss_scale"] = float(self._state.opt_state.loss_scale)
         return {**out, **sample_policy_lag(self._steps, raw)}
 
     def policy_params(self) -> Any:
-        return self._state.params
+        """The Q-network's parameters as float32 (what the quantizers and actors take)."""
+        return cast_tree(self._state.params, jnp.float32)
 
     def state(self) -> Any:
         return self._state._asdict()

@@ -35,14 +35,15 @@ from actorq.agents.sac.networks import SACNetworks
 from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
 from actorq.lowp import (
     LowpAdamConfig,
-    LowpAdamInfo,
     LowpAdamState,
     LowpFixes,
     cast_tree,
     dtype_of,
     gaussian_log_prob,
     lowp_adam_init,
+    flat_lowp_adam_update,
     lowp_adam_update,
+    value_and_scaled_grad,
     naive_gaussian_log_prob,
     naive_polyak_update,
     naive_tanh_log_det_jacobian,
@@ -154,29 +155,6 @@ def temperature_loss(log_alpha: jax.Array, log_pi: jax.Array, target_entropy: fl
     return -jnp.mean(log_alpha * (log_pi + jnp.asarray(target_entropy, log_pi.dtype)))
 
 
-def _value_and_scaled_grad(loss_fn: Callable, params: Any, scale: jax.Array):
-    """``(loss, aux, d(loss * scale)/dparams)`` for ``loss_fn(params) -> (loss, aux)``: gradients
-    of the scaled loss (compound loss scaling never divides them back), the loss unscaled."""
-
-    def scaled(p):
-        loss, aux = loss_fn(p)
-        return loss * scale.astype(loss.dtype), (loss, aux)
-
-    (_, (loss, aux)), grads = jax.value_and_grad(scaled, has_aux=True)(params)
-    return loss, aux, grads
-
-
-def _flat_adam_update(
-    grads: Any, opt_state: LowpAdamState, params: Any, config: LowpAdamConfig
-) -> tuple[Any, LowpAdamState, LowpAdamInfo]:
-    """``lowp_adam_update`` on the parameters raveled into one vector (elementwise, so the same
-    arithmetic as per leaf); ``opt_state`` holds that vector's buffers."""
-    flat_params, unravel = ravel_pytree(params)
-    flat_grads, _ = ravel_pytree(grads)
-    new_flat, opt_state, info = lowp_adam_update(flat_grads, opt_state, flat_params, config)
-    return unravel(new_flat), opt_state, info
-
-
 def _any_nonfinite(*trees: Any) -> jax.Array:
     leaves = [jnp.any(~jnp.isfinite(x)) for x in jax.tree.leaves(trees)
               if jnp.issubdtype(x.dtype, jnp.floating)]
@@ -273,25 +251,25 @@ class SACLearner:
             key, critic_key, actor_key = jax.random.split(state.key, 3)
             alpha = jnp.exp(state.log_alpha)
 
-            c_loss, q_mean, c_grads = _value_and_scaled_grad(
+            c_loss, q_mean, c_grads = value_and_scaled_grad(
                 lambda p: critic_loss(target_sample, critic_apply, p, state.target_critic_params,
                                       state.policy_params, alpha, batch, critic_key),
                 state.critic_params, state.critic_opt_state.loss_scale,
             )
-            critic_params, critic_opt, c_info = _flat_adam_update(
+            critic_params, critic_opt, c_info = flat_lowp_adam_update(
                 c_grads, state.critic_opt_state, state.critic_params, self._critic_adam
             )
 
-            a_loss, log_pi, a_grads = _value_and_scaled_grad(
+            a_loss, log_pi, a_grads = value_and_scaled_grad(
                 lambda p: actor_loss(online_sample, critic_apply, p, critic_params, alpha, batch,
                                      actor_key),
                 state.policy_params, state.policy_opt_state.loss_scale,
             )
-            policy_params, policy_opt, a_info = _flat_adam_update(
+            policy_params, policy_opt, a_info = flat_lowp_adam_update(
                 a_grads, state.policy_opt_state, state.policy_params, self._policy_adam
             )
 
-            t_loss, _, t_grads = _value_and_scaled_grad(
+            t_loss, _, t_grads = value_and_scaled_grad(
                 lambda la: (temperature_loss(la, log_pi, self._target_entropy), None),
                 state.log_alpha, state.alpha_opt_state.loss_scale,
             )
