@@ -16,7 +16,8 @@ the run's learner steps) is converted with the single-process learner schedule: 
 ``replay.min_size`` items the learner takes ``samples_per_insert / batch_size`` SGD steps per actor
 step, so a run makes about ``(max_actor_steps - min_size) * samples_per_insert / batch_size`` SGD
 steps and the delay is ``round(fraction * that)``. Distributed launchers pace the learner
-themselves; there it is an estimate (``--qat_delay_steps`` sets the step count directly).
+by the same rate limiter, but the error buffer lets them drift: there it is an estimate
+(``--qat_delay_steps`` sets the step count directly).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Node building blocks shared by every launcher (single-process, local, Ray).
+"""Node building blocks shared by the ActorQ program's nodes, whichever launcher runs them.
 
 Each function builds one node's pieces from the experiment config through the agent registry,
 so launchers never know which agent they run. Importing this module, building a builder, an
