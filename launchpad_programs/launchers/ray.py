@@ -211,6 +211,19 @@ class _NodeCounter:
             self._pool = 0
 
 
+class _NodeStream:
+    """A stream as a source node sees it: messages wait in its host until the next drain."""
+
+    def __init__(self, host: NodeHost, channel: str) -> None:
+        self._host, self._channel = host, channel
+
+    def send(self, message: Any) -> None:
+        self._host.buffer(self._channel, message)
+
+    def receive(self, timeout: float = 0.0) -> list[tuple[str, Any]]:
+        raise RuntimeError(f"stream {self._channel!r} is received by the main node only")
+
+
 class NodeHost:
     """Hosts one node in a Ray actor: steps it on a background thread; ``drain()`` hands the
     gathered stream messages and events to the launching process."""
@@ -233,19 +246,8 @@ class NodeHost:
 
     # The node's context -----------------------------------------------------------------
 
-    def stream(self, channel: str) -> NodeHost:
-        host = self
-
-        class _Stream:
-            def send(self, message: Any) -> None:
-                with host._lock:
-                    host._messages.append((channel, message))
-                    host._lock.notify_all()
-
-            def receive(self, timeout: float = 0.0) -> list[tuple[str, Any]]:
-                raise RuntimeError(f"stream {channel!r} is received by the main node only")
-
-        return _Stream()  # type: ignore[return-value]
+    def stream(self, channel: str) -> _NodeStream:
+        return _NodeStream(self, channel)
 
     def variable(self, channel: str) -> _NodeVariable:
         return _NodeVariable(self._hub, channel)
@@ -286,6 +288,12 @@ class NodeHost:
             messages, self._messages = self._messages, []
             events, self._events = self._events, []
             return {"messages": messages, "events": events, "finished": self._finished}
+
+    def buffer(self, channel: str, message: Any) -> None:
+        """Keeps a stream message for the next drain (called from the node's thread)."""
+        with self._lock:
+            self._messages.append((channel, message))
+            self._lock.notify_all()
 
     def _event(self, event: dict[str, Any]) -> None:
         with self._lock:
