@@ -108,6 +108,21 @@ def test_actors_spread_over_the_worker_nodes(tmp_path, cluster):
     assert set(per_node) == worker_ids and all(b > 0 for b in per_node.values())
 
 
+def test_the_channel_hub_lives_on_the_launching_node(cluster):
+    # Anywhere else, losing that node would take every channel with it (seen once: the hub
+    # landed on the worker a test then removed, and every node died with it).
+    from launchpad_programs.launchers.ray import RayHost
+    from launchpad_programs.ping import make_ping_program
+
+    here = ray.get_runtime_context().get_node_id()
+    hosts = [RayHost(make_ping_program()) for _ in range(4)]
+    try:
+        assert {ray.get(h.hub.node_id.remote()) for h in hosts} == {here}
+    finally:
+        for host in hosts:
+            host.close()
+
+
 def test_losing_a_worker_node_restarts_its_actor_on_the_other(tmp_path, cluster):
     import threading
 

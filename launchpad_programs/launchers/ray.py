@@ -6,7 +6,8 @@ it. With ``ray_address`` it joins that cluster.
 
 Channels (Launchpad's controller pattern):
 
-* a **hub** actor holds every counter and the newest ``ObjectRef`` of every variable key;
+* a **hub** actor, pinned to this process's node, holds every counter and the newest
+  ``ObjectRef`` of every variable key;
 * **variable**: the main node ``ray.put``\\ s each published value once and registers its
   ref with the hub; a reader asks the hub for a version newer than its own and, if there is
   one, ``ray.get``\\ s the bytes;
@@ -122,6 +123,10 @@ class ChannelHub:
 
     def stop(self) -> None:
         self._stop = True
+
+    def node_id(self) -> str:
+        """The Ray node this hub runs on."""
+        return import_ray().get_runtime_context().get_node_id()
 
 
 class _RayReader:
@@ -440,7 +445,14 @@ class RayHost:
         self._started_ray = False
         # Connect before the main node starts JAX (ray.init forks helper processes).
         self._connect(address, sum(1 for n in program.nodes if not n.main))
-        self.hub = self.ray.remote(ChannelHub).options(num_cpus=0).remote(program.channels)
+        # The hub lives on this process's node, with the main node: on any other node, losing
+        # that node would take every channel with it.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(),
+                                              soft=False)
+        self.hub = self.ray.remote(ChannelHub).options(
+            num_cpus=0, scheduling_strategy=here).remote(program.channels)
         self.streams = {c.name: MemoryStream() for c in program.channels if c.kind == "stream"}
         self.variables = {c.name: _MainVariable(self, c.name) for c in program.channels
                           if c.kind == "variable"}
