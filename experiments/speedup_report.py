@@ -33,6 +33,7 @@ from absl import app, flags, logging
 from actorq.analysis.plots import BREAKDOWN_SECTIONS, plot_breakdown, precision_order, safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.report import find_run_dirs, write_report
+from actorq.analysis.speedup import run_label
 from launchpad_programs.run_directory import config_to_dict
 
 RunStatus = Literal["missing", "finished", "partial"]
@@ -189,8 +190,9 @@ def read_json_object(path: Path) -> dict[str, Any]:
 def mean_breakdowns(
     run_dirs: Sequence[str | Path],
 ) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
-    """``{(agent, task): {quantizer: {section: seconds}}}`` from the runs' ``breakdown.json``:
-    each section's seconds averaged over a run's actors, then over the runs (seeds).
+    """``{(agent, task): {precision: {section: seconds}}}`` from the runs' ``breakdown.json``:
+    each section's seconds averaged over a run's actors, then over the runs (seeds). A mixed
+    fleet's actors are split by their own precision (``"fp32 in fleet:fp32+int8"``).
 
     Runs without a ``breakdown.json`` are skipped (logged).
     """
@@ -204,10 +206,18 @@ def mean_breakdowns(
         actors = list(read_json_object(path / "breakdown.json").values())
         if not actors:
             continue
-        means = {s: float(np.mean([float(a.get(f"{s}_s", 0.0)) for a in actors]))
-                 for s in BREAKDOWN_SECTIONS}
+        label = run_label(config)
+        # A mixed fleet's actors are grouped by their own precision ("fp32 in fleet:fp32+int8").
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for actor in actors:
+            own = str(actor.get("precision") or config["quantizer"])
+            groups.setdefault(f"{own} in {label}" if label.startswith("fleet:") else label,
+                              []).append(actor)
         key = (str(config["agent"]), str(config["task"]))
-        per_run.setdefault(key, {}).setdefault(str(config["quantizer"]), []).append(means)
+        for name, members in groups.items():
+            means = {s: float(np.mean([float(a.get(f"{s}_s", 0.0)) for a in members]))
+                     for s in BREAKDOWN_SECTIONS}
+            per_run.setdefault(key, {}).setdefault(name, []).append(means)
     return {
         key: {
             q: {s: float(np.mean([m[s] for m in runs])) for s in BREAKDOWN_SECTIONS}

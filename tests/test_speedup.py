@@ -432,3 +432,16 @@ def test_plot_breakdown_writes_png(tmp_path: Path) -> None:
     assert frac.read_bytes()[:8] == PNG_MAGIC
     with pytest.raises(ValueError, match="non-negative"):
         plot_breakdown({"fp32": {"env": -1.0}}, tmp_path / "bad.png")
+
+
+def test_a_mixed_precision_fleet_is_its_own_group(tmp_path: Path) -> None:
+    fleet = write_run(tmp_path, "fleet", quantizer="int8", seed=0, wall=WALL,
+                      returns=step_returns(WALL, 50.0))
+    config = json.loads((fleet / "config.json").read_text())
+    config["actor_quantizers"] = "fp32,int8"
+    (fleet / "config.json").write_text(json.dumps(config))
+    assert load_run(fleet).quantizer == "fleet:fp32+int8"
+    # A fleet of one precision is just that precision.
+    config["actor_quantizers"] = "int8,int8"
+    (fleet / "config.json").write_text(json.dumps(config))
+    assert load_run(fleet).quantizer == "int8"

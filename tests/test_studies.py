@@ -272,6 +272,19 @@ def write_synthetic_run(root: Path, quantizer: str, seed: int, speed: float) -> 
     return run
 
 
+def test_a_mixed_fleet_breakdown_is_split_by_each_actors_precision(tmp_path: Path) -> None:
+    run = write_synthetic_run(tmp_path / "runs", "int8", 0, 1.0)
+    config = json.loads((run / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps({**config, "actor_quantizers": "fp32,int8"}))
+    breakdown = json.loads((run / "breakdown.json").read_text())
+    breakdown["actor_0"]["precision"], breakdown["actor_1"]["precision"] = "fp32", "int8"
+    (run / "breakdown.json").write_text(json.dumps(breakdown))
+    means = speedup_report.mean_breakdowns([run])[("dqn", "cartpole")]
+    assert set(means) == {"fp32 in fleet:fp32+int8", "int8 in fleet:fp32+int8"}
+    assert means["fp32 in fleet:fp32+int8"]["inference"] == pytest.approx(1.0)
+    assert means["int8 in fleet:fp32+int8"]["inference"] == pytest.approx(3.0)
+
+
 def test_speedup_report_read_mode(tmp_path: Path) -> None:
     runs = [write_synthetic_run(tmp_path / "runs", q, s, speed)
             for q, speed in (("fp32", 1.0), ("int8", 2.0)) for s in (0, 1)]

@@ -161,6 +161,17 @@ def _read_evals(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def run_label(config: dict[str, Any]) -> str:
+    """What a run is compared as: its ``quantizer``, or for a mixed-precision fleet
+    (``actor_quantizers`` naming more than one precision) ``fleet:fp32+int8+...``, one name per
+    actor, so fleets form their own groups in a report."""
+    spec = str(config.get("actor_quantizers") or "")
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    if len(set(names)) > 1:
+        return "fleet:" + "+".join(names)
+    return str(config["quantizer"])
+
+
 def load_run(run_dir: str | Path) -> RunRecord:
     """Loads ``config.json``, ``eval.jsonl`` and the optional ``energy.json`` of one run directory.
 
@@ -190,7 +201,7 @@ def load_run(run_dir: str | Path) -> RunRecord:
         path=path,
         agent=config["agent"],
         task=config["task"],
-        quantizer=config["quantizer"],
+        quantizer=run_label(config),
         seed=seed,
         config=config,
         wall_time_s=np.array([r["wall_time_s"] for r in evals], dtype=np.float64),
