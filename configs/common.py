@@ -37,6 +37,9 @@ def base_config(
     config.ray_address = ""
     config.ray_actor_placement = "spread"
     config.ray_actor_resources = ""
+    # Resources the learner needs on the node the experiment is launched from ("GPU=1"): the
+    # learner runs in the launching process, so the launch fails at once on a node without them.
+    config.ray_learner_resources = ""
     # Where the learner runs: auto (a GPU when JAX sees one, else the CPU), cpu or gpu. Actors
     # are CPU processes either way.
     config.learner_device = "auto"

@@ -86,7 +86,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
     """The ActorQ program for ``config`` (agent, task, quantizers and actor count from it).
     ``run_dir`` is where the learner writes (needed to launch, not to print)."""
     from launchpad_programs import nodes as node_lib
-    from launchpad_programs.placement import ray_actor_options
+    from launchpad_programs.placement import ray_actor_options, ray_learner_options
     from launchpad_programs.workers import SINGLE_THREAD_ENV
 
     num_actors = program_actors(config)
@@ -107,7 +107,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
             "learner", LearnerNode,
             kwargs={"config": config, "run_dir": run_dir, "resume": resume,
                     "actors": actor_names, "evaluator": "evaluator"},
-            kind="learner", main=True,
+            kind="learner", main=True, ray_options=ray_learner_options(config),
             runs=(f"{type(builder).__name__}.make_learner: full-precision {config.agent} on "
                   f"{policy}, batch {learner_cfg.batch_size} x "
                   f"{learner_cfg.sgd_steps_per_call} SGD steps/call, replay "

@@ -34,9 +34,10 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     from launchpad_programs.placement import select_learner_device
 
     select_learner_device(config.get("learner_device", "auto"))
-    from launchpad_programs.placement import ray_actor_options
+    from launchpad_programs.placement import ray_actor_options, ray_learner_options
 
     ray_actor_options(config)
+    ray_learner_options(config)
     if config.launcher != "single" and int(config.num_actors) < 1:
         raise ValueError(f"launcher {config.launcher!r} needs num_actors >= 1, got "
                          f"{config.num_actors}; use launcher 'single' for one interleaved actor")

@@ -41,6 +41,13 @@ def parse_resources(spec: str) -> dict[str, float]:
     return resources
 
 
+def ray_learner_options(config: Any) -> dict[str, Any]:
+    """The learner's (main node's) Ray options: ``ray_learner_resources`` it needs on the node
+    the experiment is launched from (the Ray launcher checks them before anything starts)."""
+    resources = parse_resources(config.get("ray_learner_resources", ""))
+    return {"resources": resources} if resources else {}
+
+
 def ray_actor_options(config: Any) -> dict[str, Any]:
     """The Ray actor options of an actor node: ``spread`` places actors on different nodes as
     long as there are nodes with room (Ray's ``SPREAD``), ``pack`` uses Ray's default, which fills

@@ -161,7 +161,8 @@ class Node:
       abandon_on_stop: it has nothing to flush, so a stopping launcher terminates it at once.
       env: environment variables its process needs (set before anything is imported).
       ray_options: options of its Ray actor (``num_cpus``, ``resources``,
-        ``scheduling_strategy``); other launchers ignore them.
+        ``scheduling_strategy``); other launchers ignore them. The main node runs in the
+        launching process: the Ray launcher only checks that this node has its ``resources``.
     """
 
     name: str

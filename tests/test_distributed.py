@@ -584,3 +584,15 @@ def test_missing_ray_gives_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     with pytest.raises(ImportError, match=r"pip install -e \"\.\[ray\]\""):
         ray_launcher.import_ray()
+
+
+@pytest.mark.filterwarnings("ignore:os.fork\\(\\) was called:RuntimeWarning")
+def test_ray_learner_resources_missing_on_this_node_fail_before_anything_starts(tmp_path,
+                                                                                 ray_session):
+    from launchpad_programs.launch import run_experiment
+
+    config = dqn_config(tmp_path / "run", steps=1000, launcher="ray")
+    config.ray_learner_resources = "gpu_box=1"
+    with pytest.raises(RuntimeError, match=r"needs \{'gpu_box': 1.0\}.*launch the program on a"):
+        run_experiment(config)
+    assert not (tmp_path / "run" / "events.jsonl").exists()  # no node was started

@@ -445,6 +445,7 @@ class RayHost:
         self._started_ray = False
         # Connect before the main node starts JAX (ray.init forks helper processes).
         self._connect(address, sum(1 for n in program.nodes if not n.main))
+        self._check_main_resources(program.main)
         # The hub lives on this process's node, with the main node: on any other node, losing
         # that node would take every channel with it.
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -491,6 +492,24 @@ class RayHost:
         self._started_ray = True
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, previous)  # ray.init installs its own handler
+
+    def _check_main_resources(self, main: Node) -> None:
+        """The main node runs in this process: fail at once, with what to do, when this Ray
+        node lacks the resources its ``ray_options`` ask for (e.g. a GPU for a learner)."""
+        need = dict(main.ray_options.get("resources") or {})
+        if main.ray_options.get("num_gpus"):
+            need["GPU"] = float(main.ray_options["num_gpus"])
+        if not need:
+            return
+        here = self.ray.get_runtime_context().get_node_id()
+        have = next((n.get("Resources", {}) for n in self.ray.nodes() if n.get("NodeID") == here),
+                    {})
+        missing = {k: v for k, v in need.items() if float(have.get(k, 0.0)) < float(v)}
+        if missing:
+            raise RuntimeError(
+                f"the main node {main.name!r} runs in this process and needs {missing}, but this "
+                f"Ray node offers {dict(sorted(have.items()))}: launch the program on a node of the "
+                "cluster that has them")
 
     def main_context(self) -> _MainContext:
         return _MainContext(self)
