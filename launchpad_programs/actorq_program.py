@@ -45,8 +45,7 @@ from typing import Any
 import ml_collections
 from absl import logging
 
-from launchpad_programs.program import (FINISHED, IDLE, WORKED, Channel, Node, NodeContext,
-                                        Program)
+from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 from launchpad_programs.run_directory import RunDirectory
 
 # Experience chunk size (transitions per message from an actor to replay).

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchpad_programs.program import (FINISHED, IDLE, WORKED, Channel, Node, NodeContext,
-                                        Program)
+from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 
 
 class Producer:

@@ -143,7 +143,12 @@ def _stress_reader(name: str, size: int, count: int, verify_crc: bool, conn) -> 
 
 
 def test_program_lists_every_node_and_channel(tmp_path):
-    from launchpad_programs.actorq_program import ActorNode, EvaluatorNode, LearnerNode, make_program
+    from launchpad_programs.actorq_program import (
+        ActorNode,
+        EvaluatorNode,
+        LearnerNode,
+        make_program,
+    )
 
     config = dqn_config(tmp_path / "run", steps=1000, num_actors=3)
     program = make_program(config)

@@ -157,8 +157,8 @@ def test_single_process_with_4_envs_learns_cartpole_on_an_exact_budget(tmp_path)
 
 def test_local_topology_with_4_envs_per_actor(tmp_path):
     from actorq.metrics.loggers import read_jsonl
-    from launchpad_programs.launch import run_experiment
     from launchpad_programs.actorq_program import make_program
+    from launchpad_programs.launch import run_experiment
 
     config = _small_dqn(tmp_path, "local", steps=4_000)
     config.num_actors = 2

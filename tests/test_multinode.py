@@ -7,6 +7,7 @@ Each test starts its own cluster (a removed node cannot come back); each takes 1
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,10 +32,8 @@ def read_rows(path: Path) -> list[dict]:
         return []
     rows = []
     for line in path.read_text().splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):  # a row being written
             rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a row being written
-            pass
     return rows
 
 

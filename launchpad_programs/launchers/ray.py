@@ -507,9 +507,9 @@ class RayHost:
         missing = {k: v for k, v in need.items() if float(have.get(k, 0.0)) < float(v)}
         if missing:
             raise RuntimeError(
-                f"the main node {main.name!r} runs in this process and needs {missing}, but this "
-                f"Ray node offers {dict(sorted(have.items()))}: launch the program on a node of the "
-                "cluster that has them")
+                f"the main node {main.name!r} runs in this process and needs {missing}, but "
+                f"this Ray node offers {dict(sorted(have.items()))}: launch the program on a node "
+                "of the cluster that has them")
 
     def main_context(self) -> _MainContext:
         return _MainContext(self)

@@ -22,8 +22,15 @@ import rlax
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.d4pg.networks import D4PGNetworks, atoms
 from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
-from actorq.lowp import (LowpAdamConfig, LowpFixes, cast_tree, dtype_of, flat_lowp_adam_update,
-                         lowp_adam_init, value_and_scaled_grad)
+from actorq.lowp import (
+    LowpAdamConfig,
+    LowpFixes,
+    cast_tree,
+    dtype_of,
+    flat_lowp_adam_update,
+    lowp_adam_init,
+    value_and_scaled_grad,
+)
 from actorq.quantization.qat import QATSchedule
 
 

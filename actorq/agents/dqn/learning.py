@@ -21,8 +21,15 @@ import rlax
 from actorq.agents.dqn.config import DQNConfig
 from actorq.agents.dqn.networks import DQNNetworks
 from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
-from actorq.lowp import (LowpAdamConfig, LowpFixes, cast_tree, dtype_of, flat_lowp_adam_update,
-                         lowp_adam_init, value_and_scaled_grad)
+from actorq.lowp import (
+    LowpAdamConfig,
+    LowpFixes,
+    cast_tree,
+    dtype_of,
+    flat_lowp_adam_update,
+    lowp_adam_init,
+    value_and_scaled_grad,
+)
 from actorq.quantization.qat import QATSchedule
 from actorq.replay.samplers import importance_weights
 

@@ -39,16 +39,16 @@ from actorq.lowp import (
     LowpFixes,
     cast_tree,
     dtype_of,
+    flat_lowp_adam_update,
     gaussian_log_prob,
     lowp_adam_init,
-    flat_lowp_adam_update,
     lowp_adam_update,
-    value_and_scaled_grad,
     naive_gaussian_log_prob,
     naive_polyak_update,
     naive_tanh_log_det_jacobian,
     polyak_update,
     tanh_log_det_jacobian,
+    value_and_scaled_grad,
 )
 from actorq.quantization.qat import QATSchedule
 
