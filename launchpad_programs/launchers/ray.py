@@ -495,7 +495,7 @@ class RayHost:
 
     def _check_main_resources(self, main: Node) -> None:
         """The main node runs in this process: fail at once, with what to do, when this Ray
-        node lacks the resources its ``ray_options`` ask for (e.g. a GPU for a learner)."""
+        node lacks the resources its ``ray_options`` ask for (e.g. a GPU)."""
         need = dict(main.ray_options.get("resources") or {})
         if main.ray_options.get("num_gpus"):
             need["GPU"] = float(main.ray_options["num_gpus"])
