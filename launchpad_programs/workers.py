@@ -1,21 +1,21 @@
 """What runs inside an actor or evaluator node, whichever launcher hosts it.
 
-Nothing here knows about processes, pipes or Ray: a launcher hands an :class:`ActorWorker` a
+Nothing here knows about processes, pipes or Ray: an actor node hands an :class:`ActorWorker` a
 ``VariableSource`` (the weights channel) and a ``send_chunk`` callable (the experience channel)
-and steps it under its own stop/budget rules.
+and steps it under the ``steps`` counter's budget and limit.
 
-Importing this module does not import JAX, so a child process can call
-:func:`set_single_thread_flags` first.
+Importing this module does not import JAX: actor processes on the ONNX Runtime runtimes stay
+small, and ``SINGLE_THREAD_ENV`` reaches them before any import (the launchers set a node's
+``env`` while they start its process).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import resource
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -33,37 +33,6 @@ SINGLE_THREAD_ENV = {
     "MKL_NUM_THREADS": "1",
     "JAX_PLATFORMS": "cpu",
 }
-
-
-def set_single_thread_flags() -> bool:
-    """Makes this process run XLA (and BLAS/OpenMP) on one thread. Call before importing jax.
-
-    Returns False (and the flags may not apply) if jax was already imported without them
-    (a spawned child inherits them from :func:`single_thread_child_environment`).
-    """
-    inherited = os.environ.get("XLA_FLAGS") == SINGLE_THREAD_XLA_FLAGS
-    os.environ.update(SINGLE_THREAD_ENV)
-    return inherited or ("jax" not in sys.modules and "jaxlib" not in sys.modules)
-
-
-@contextlib.contextmanager
-def single_thread_child_environment() -> Iterator[None]:
-    """Sets the single-thread variables while a child is spawned, then restores ours.
-
-    A spawned child re-imports the parent's main module before its target runs; when that module
-    imports jax (e.g. a study script), flags set inside the child come too late. Environment
-    variables present at spawn time are in place before any import.
-    """
-    saved = {key: os.environ.get(key) for key in SINGLE_THREAD_ENV}
-    os.environ.update(SINGLE_THREAD_ENV)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def peak_rss_mib() -> float:
@@ -181,25 +150,6 @@ class ActorWorker:
         if self.first_action_time is None:
             self.first_action_time = time.time()
         return taken, results
-
-    def wait_for_admission(self, admitted: Callable[[], bool], stopping: Callable[[], bool],
-                           max_poll_s: float = 0.005) -> bool:
-        """Waits until ``admitted()`` (the rate limiter lets this actor step again) or
-        ``stopping()``; returns whether it was admitted.
-
-        The experience chunk is flushed first: the learner may be waiting for exactly those
-        items. The wait is the breakdown's ``blocked`` section. Polls with a short back-off
-        (the limit lives in shared memory or on a control node, not behind a condition).
-        """
-        self.chunks.flush()
-        poll = 0.0002
-        with self.breakdown.time("blocked"):
-            while not admitted():
-                if stopping():
-                    return False
-                time.sleep(poll)
-                poll = min(2 * poll, max_poll_s)
-        return True
 
     @property
     def steps(self) -> int:

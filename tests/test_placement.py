@@ -65,3 +65,31 @@ def test_a_run_records_its_learner_device(tmp_path):
     config.run_dir = str(tmp_path / "run")
     summary = run_experiment(config)
     assert summary["learner_device"] == "cpu:0"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("actor_host", "not NAME=AMOUNT"),
+    ("actor_host=0", "AMOUNT > 0"),
+    ("=1", "not NAME=AMOUNT"),
+    ("gpu_box=many", "not NAME=AMOUNT"),
+])
+def test_bad_ray_resources_name_the_expected_form(spec, message):
+    from launchpad_programs.placement import parse_resources
+
+    with pytest.raises(ValueError, match=message):
+        parse_resources(spec)
+
+
+def test_ray_placement_options_and_a_bad_placement():
+    from configs import dqn_actorq
+    from launchpad_programs.placement import ray_actor_options, ray_learner_options
+
+    config = dqn_actorq.get_config("cartpole_small")
+    config.ray_actor_resources = "actor_host=1, fast=0.5"
+    assert ray_actor_options(config) == {"scheduling_strategy": "SPREAD",
+                                         "resources": {"actor_host": 1.0, "fast": 0.5}}
+    assert ray_learner_options(config) == {}
+    config.ray_actor_placement = "scatter"
+    with pytest.raises(ValueError,
+                       match="unknown ray_actor_placement 'scatter'; valid: spread, pack"):
+        ray_actor_options(config)

@@ -74,3 +74,27 @@ class LowpFixes:
     def names(self) -> tuple[str, ...]:
         """The names of the fixes that are on, in canonical order."""
         return tuple(n for n in FIX_NAMES if getattr(self, n))
+
+
+# The fixes that act on the optimizer alone: they apply to any learner (the other three need a
+# Gaussian policy or Polyak-averaged targets).
+OPTIMIZER_FIXES: tuple[str, ...] = ("hadam", "loss_scaling", "kahan_gradients")
+
+
+def check_learner_precision(precision: str, lowp_fixes: str, loss_scale_init: float,
+                            loss_scale_increase_every: int) -> None:
+    """Raises ValueError, naming the valid choices, on a learner's bad precision settings."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    LowpFixes.from_names(lowp_fixes)  # fails on an unknown name
+    if loss_scale_init <= 0 or loss_scale_increase_every < 1:
+        raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
+
+
+def fixes_in_effect(precision: str, lowp_fixes: str,
+                    applicable: tuple[str, ...] = OPTIMIZER_FIXES) -> tuple[str, ...]:
+    """The fixes of ``lowp_fixes`` that a learner in ``precision`` uses: those in
+    ``applicable``, none in fp32."""
+    if precision == "fp32":
+        return ()
+    return tuple(n for n in LowpFixes.from_names(lowp_fixes).names() if n in applicable)

@@ -42,6 +42,7 @@ from typing import Any
 
 from absl import logging
 
+from launchpad_programs.launchers.main_loop import MainContext
 from launchpad_programs.launchers.memory import MemoryStream
 from launchpad_programs.program import FINISHED, IDLE, Channel, Node, Program
 
@@ -300,42 +301,6 @@ class _Child:
     startup_failures: int = 0
 
 
-class _MainContext:
-    def __init__(self, host: LocalHost) -> None:
-        self._host = host
-        self.name = host.program.main.name
-        self.incarnation = 0
-
-    def stream(self, channel: str) -> MemoryStream:
-        return self._host.streams[channel]
-
-    def variable(self, channel: str) -> _PublishedVariable:
-        return self._host.variables[channel]
-
-    def counter(self, channel: str) -> ArrayCounter:
-        return self._host.counters[channel]
-
-    def stopping(self) -> bool:
-        return self._host.stopping
-
-    def ready(self, **info: Any) -> None:
-        del info  # the main node is ready when it is built
-
-    def events(self) -> list[dict[str, Any]]:
-        with self._host.lock:
-            events, self._host.events = self._host.events, []
-        return events
-
-    def finished(self, names: tuple[str, ...]) -> bool:
-        children = self._host.children
-        return all(name in children and children[name].finished for name in names)
-
-    def pids(self) -> dict[str, int]:
-        pids = {self.name: os.getpid()}
-        pids.update({name: child.process.pid for name, child in self._host.children.items()})
-        return pids
-
-
 class LocalHost:
     """Runs a program's nodes as local processes (see the module docstring)."""
 
@@ -365,8 +330,18 @@ class LocalHost:
         self._receiver_stop = threading.Event()
         self._closed = False
 
-    def main_context(self) -> _MainContext:
-        return _MainContext(self)
+    def main_context(self) -> MainContext:
+        return MainContext(self)
+
+    def finished(self, names: tuple[str, ...]) -> bool:
+        """Whether each named node has finished for good."""
+        return all(name in self.children and self.children[name].finished for name in names)
+
+    def pids(self) -> dict[str, int]:
+        """Process ids per node, this process's for the main node."""
+        pids = {self.program.main.name: os.getpid()}
+        pids.update({name: child.process.pid for name, child in self.children.items()})
+        return pids
 
     # ---------------------------------------------------------------------------- start
 

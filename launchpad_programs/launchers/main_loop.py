@@ -42,6 +42,42 @@ class Host(Protocol):
         """Releases the channels; idempotent."""
 
 
+class MainContext:
+    """The main node's context in the local and Ray launchers: its ends of every channel, held
+    by the host (``streams``, ``variables``, ``counters``), and the host's view of the others."""
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+        self.name = host.program.main.name
+        self.incarnation = 0
+
+    def stream(self, channel: str) -> Any:
+        return self._host.streams[channel]
+
+    def variable(self, channel: str) -> Any:
+        return self._host.variables[channel]
+
+    def counter(self, channel: str) -> Any:
+        return self._host.counters[channel]
+
+    def stopping(self) -> bool:
+        return self._host.stopping
+
+    def ready(self, **info: Any) -> None:
+        del info  # the main node is ready when it is built
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._host.lock:
+            events, self._host.events = self._host.events, []
+        return events
+
+    def finished(self, names: tuple[str, ...]) -> bool:
+        return self._host.finished(names)
+
+    def pids(self) -> dict[str, int]:
+        return self._host.pids()
+
+
 def run_main(program: Program, host: Host, shutdown_timeout: float = 5.0) -> Any:
     """Runs ``program`` on ``host``; returns the main node's ``close()`` value.
 

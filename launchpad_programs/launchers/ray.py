@@ -36,6 +36,7 @@ from typing import Any
 
 from absl import logging
 
+from launchpad_programs.launchers.main_loop import MainContext
 from launchpad_programs.launchers.memory import MemoryStream
 from launchpad_programs.program import FINISHED, IDLE, Channel, Node, Program
 
@@ -401,41 +402,6 @@ class _MainCounter:
         self.refresh()
 
 
-class _MainContext:
-    def __init__(self, host: RayHost) -> None:
-        self._host = host
-        self.name = host.program.main.name
-        self.incarnation = 0
-
-    def stream(self, channel: str) -> MemoryStream:
-        return self._host.streams[channel]
-
-    def variable(self, channel: str) -> _MainVariable:
-        return self._host.variables[channel]
-
-    def counter(self, channel: str) -> _MainCounter:
-        return self._host.counters[channel]
-
-    def stopping(self) -> bool:
-        return self._host.stopping
-
-    def ready(self, **info: Any) -> None:
-        del info
-
-    def events(self) -> list[dict[str, Any]]:
-        with self._host.lock:
-            events, self._host.events = self._host.events, []
-        return events
-
-    def finished(self, names: tuple[str, ...]) -> bool:
-        with self._host.lock:
-            nodes = self._host.nodes
-            return all(name in nodes and nodes[name]["finished"] for name in names)
-
-    def pids(self) -> dict[str, int]:
-        return dict(self._host.pids)
-
-
 class RayHost:
     """Runs a program's nodes as Ray actors (see the module docstring)."""
 
@@ -461,7 +427,7 @@ class RayHost:
                          if c.kind == "counter"}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
-        self.pids: dict[str, int] = {program.main.name: os.getpid()}
+        self._pids: dict[str, int] = {program.main.name: os.getpid()}
         self.lock = threading.Lock()
         self.stopping = False
         self._arrived = threading.Event()
@@ -511,8 +477,17 @@ class RayHost:
                 f"this Ray node offers {dict(sorted(have.items()))}: launch the program on a node "
                 "of the cluster that has them")
 
-    def main_context(self) -> _MainContext:
-        return _MainContext(self)
+    def main_context(self) -> MainContext:
+        return MainContext(self)
+
+    def pids(self) -> dict[str, int]:
+        """Process ids per node (a node's once it is ready)."""
+        return dict(self._pids)
+
+    def finished(self, names: tuple[str, ...]) -> bool:
+        """Whether each named node has finished for good."""
+        with self.lock:
+            return all(name in self.nodes and self.nodes[name]["finished"] for name in names)
 
     # ---------------------------------------------------------------------------- start
 
@@ -579,7 +554,7 @@ class RayHost:
             for event in out["events"]:
                 if event.get("event") == "ready":
                     entry["ready"] = True
-                    self.pids[name] = int(event["pid"])
+                    self._pids[name] = int(event["pid"])
                 if event.get("event") == "error":
                     entry["exitcode"] = "error"
                 self.events.append(event)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from actorq.lowp.fixes import PRECISIONS, LowpFixes
+from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
 
 # Of Björck et al.'s six fixes, those that act on D4PG's update (its policy is deterministic and
 # its target networks are periodic copies, not Polyak averages).
-D4PG_FIXES = ("hadam", "loss_scaling", "kahan_gradients")
+D4PG_FIXES = OPTIMIZER_FIXES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,12 +48,8 @@ class D4PGConfig:
     loss_scale_increase_every: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
-        LowpFixes.from_names(self.lowp_fixes)  # fails on an unknown name
-        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
-            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
+        check_learner_precision(self.precision, self.lowp_fixes, self.loss_scale_init,
+                                self.loss_scale_increase_every)
         if self.num_atoms < 2 or self.v_max <= self.v_min:
             raise ValueError("need num_atoms >= 2 and v_max > v_min")
         if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
@@ -62,6 +58,4 @@ class D4PGConfig:
     @property
     def fix_names(self) -> tuple[str, ...]:
         """The fixes in effect: those of ``lowp_fixes`` that apply to D4PG, none in fp32."""
-        if self.precision == "fp32":
-            return ()
-        return tuple(n for n in LowpFixes.from_names(self.lowp_fixes).names() if n in D4PG_FIXES)
+        return fixes_in_effect(self.precision, self.lowp_fixes, D4PG_FIXES)

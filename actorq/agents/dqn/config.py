@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from actorq.lowp.fixes import PRECISIONS, LowpFixes
+from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_POLICY_SIZES
 
 # Of Björck et al.'s six fixes, those that act on DQN's update (it has no Gaussian policy, and
 # its target network is a periodic copy, not a Polyak average).
-DQN_FIXES = ("hadam", "loss_scaling", "kahan_gradients")
+DQN_FIXES = OPTIMIZER_FIXES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,12 +48,8 @@ class DQNConfig:
     loss_scale_increase_every: int = 10_000
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(
-                f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
-        LowpFixes.from_names(self.lowp_fixes)  # fails on an unknown name
-        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
-            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
+        check_learner_precision(self.precision, self.lowp_fixes, self.loss_scale_init,
+                                self.loss_scale_increase_every)
         if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
             raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:
@@ -62,6 +58,4 @@ class DQNConfig:
     @property
     def fix_names(self) -> tuple[str, ...]:
         """The fixes in effect: those of ``lowp_fixes`` that apply to DQN, none in fp32."""
-        if self.precision == "fp32":
-            return ()
-        return tuple(n for n in LowpFixes.from_names(self.lowp_fixes).names() if n in DQN_FIXES)
+        return fixes_in_effect(self.precision, self.lowp_fixes, DQN_FIXES)
