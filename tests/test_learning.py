@@ -1,6 +1,7 @@
 """Learning tests: fixed seeds, small networks, fp32 and int8 actors both must learn.
 
 These are the CI-sized learning checks (about a minute each on 2 cores).
+Each asserts a return threshold within a step budget, not a time.
 """
 
 from __future__ import annotations
@@ -35,9 +36,13 @@ def test_dqn_cartpole_reaches_195(tmp_path, quantizer):
 @pytest.mark.slow
 @pytest.mark.parametrize("quantizer", ["fp32", "int8"])
 def test_d4pg_cartpole_balance_reaches_800(tmp_path, quantizer):
+    # A fixed seed gives one trajectory per machine, not one everywhere: XLA's float results
+    # differ with the CPU's vector units. Measured (AMD EPYC with AVX-512, seeds 0-6, fp32 and
+    # int8 actors): the first eval >= 800 came at 4k-26k steps, and seed 0 once ended its 20k
+    # steps at 754 on CI. 40k steps leaves margin on every seed measured.
     config = d4pg_actorq.get_config("cartpole_balance_small")
     config.quantizer = quantizer
-    config.max_actor_steps = 20_000
+    config.max_actor_steps = 40_000
     config.eval_every_steps = 2_000
     config.eval_episodes = 2
     config.track_energy = False
