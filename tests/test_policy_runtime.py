@@ -22,13 +22,15 @@ OBS, ACT = 24, 6
 SMALL = (64, 64)
 RUNTIMES = ("xla", "onnxruntime")  # the runtimes with the reference numerics
 FUSED = "onnxruntime_fused"  # ORT's per-tensor activation quantization on our int8 weights
-QUANTIZERS = ("fp32", "fp16", "bf16", "int8", "int4", "fp32in_int8", "fp32head_int8")
+QUANTIZERS = ("fp32", "fp16", "bf16", "int8", "int4", "fp32in_int8", "fp32head_int8",
+              "uact_int8", "uact_int4", "fp32head_uact_int8")
 # Max abs difference vs the reference forward on tanh outputs. Float runtimes differ only by
 # summation order. Integer ones share the integers, but an ulp of difference in a float scale can
 # move a value across a rounding boundary, and that flip propagates (seen: ~1e-7 typical, ~2e-3
 # worst on 64-wide layers).
 TOLERANCE = {"fp32": 1e-5, "fp16": 1e-5, "bf16": 1e-5, "int8": 1e-2, "int4": 1e-2,
-             "fp32in_int8": 1e-2, "fp32head_int8": 1e-2}
+             "fp32in_int8": 1e-2, "fp32head_int8": 1e-2, "uact_int8": 1e-2, "uact_int4": 1e-2,
+             "fp32head_uact_int8": 1e-2}
 
 
 @functools.cache
@@ -519,3 +521,35 @@ def test_observation_layer_is_exact_where_u8_x_s8_saturates():
     reference = q.make_reference_forward(package)(x)
     np.testing.assert_allclose(runtime(x), reference, rtol=1e-5, atol=1e-5)
     assert onnx_runtime.signed_input_layers(package) == frozenset({0})
+
+
+@pytest.mark.parametrize("saturating_cpu", [False, True])
+def test_unsigned_codes_above_127_are_exact_on_every_cpu(monkeypatch, saturating_cpu):
+    """uact_int8 rows after a ReLU reach code 255. Against +-127 weights every pair of u8 x s8
+    products overflows int16, which CPUs without VNNI saturate. On such CPUs those layers take
+    the u8 x u8 kernel; elsewhere u8 x s8. Both must equal the reference (which adds the codes'
+    -128 shift back on XLA's s8 path)."""
+    from actorq.runtime import onnx_runtime
+
+    monkeypatch.setattr(onnx_runtime, "u8s8_saturates", lambda: saturating_cpu)
+    rng = np.random.default_rng(5)
+    kernel = np.where(rng.random((16, ACT)) < 0.5, 127, -127).astype(np.int8)
+    layers = (
+        q.DenseParams(np.ones((OBS, 16), np.int8), np.zeros(16, np.float32),
+                      np.full(16, 1e-2, np.float32)),
+        q.DenseParams(kernel, np.zeros(ACT, np.float32), np.full(ACT, 1e-3, np.float32)),
+    )
+    package = q.PolicyPackage(quantizer="uact_int8", version=1, layers=layers,
+                              activation="relu", output_activation="none", activation_bits=8,
+                              unsigned_activations=True)
+    expected = {0, 1} if saturating_cpu else {0}
+    assert onnx_runtime.unsigned_kernel_layers(package) == frozenset(expected)
+    runtime = make_policy_runtime("onnxruntime")
+    runtime.load(package)
+    x = np.abs(observations(4)) + 1.0  # every hidden unit positive and equal: codes of 255
+    reference = q.make_reference_forward(package)(x)
+    np.testing.assert_allclose(runtime(x), reference, rtol=1e-5, atol=1e-5)
+    # The same integers as a float computation of codes 255 (the shift is exact).
+    hidden = np.maximum(x @ np.ones((OBS, 16), np.float32) * 1e-2, 0)
+    np.testing.assert_allclose(reference, hidden @ kernel.astype(np.float32) * 1e-3, rtol=1e-2,
+                               atol=1e-4)

@@ -13,6 +13,8 @@ import pytest
 
 import actorq.quantization as q
 from actorq.networks import make_policy_network, make_q_network, mlp_layers
+from actorq.networks.mlp import MLP
+from actorq.quantization.numerics import quantize_rows, quantize_rows_unsigned
 
 OBS, ACT = 24, 6
 
@@ -37,12 +39,14 @@ def test_registry_lists_builtins_and_rejects_bad_specs():
         q.register_quantizer("fp32", lambda: None)
 
 
-@pytest.mark.parametrize("spec", ["fp32", "fp16", "bf16", "int8", "int4", "int2", "int8_p999"])
+@pytest.mark.parametrize("spec", ["fp32", "fp16", "bf16", "int8", "int4", "int2", "int8_p999",
+                                  "uact_int8"])
 def test_package_round_trips_exactly(paper_policy, spec):
     net, params, _ = paper_policy
     package = q.make_quantizer(spec).quantize(params, net, version=7)
     restored = q.PolicyPackage.from_bytes(package.to_bytes())
     assert restored.version == 7 and restored.quantizer == spec
+    assert restored.unsigned_activations == spec.startswith("uact")
     assert restored.to_bytes() == package.to_bytes()
     for a, b in zip(package.layers, restored.layers):
         np.testing.assert_array_equal(a.kernel, b.kernel)
@@ -281,3 +285,39 @@ def test_aqt_shim_makes_stateful_calibration_qat_work():
     assert jax.tree_util.tree_structure(grads) == jax.tree_util.tree_structure(
         variables["params"]
     )
+
+
+def test_unsigned_codes_halve_the_rounding_error_of_relu_rows():
+    """Non-negative rows on [0, 255] instead of [-127, 127]: half the step, half the error."""
+    x = np.abs(np.random.default_rng(0).normal(size=(64, 256))).astype(np.float32)
+    x[:, :128] = 0.0  # ReLU zeros stay exactly zero
+    signed, s_scale = quantize_rows(jnp.asarray(x), 8)
+    codes, u_scale = quantize_rows_unsigned(jnp.asarray(x), 8)
+    assert codes.dtype == jnp.uint8 and int(codes.max()) == 255 and int(codes.min()) == 0
+    np.testing.assert_allclose(np.asarray(s_scale) / np.asarray(u_scale), 255.5 / 127.5,
+                               rtol=1e-6)
+    s_err = np.abs(np.asarray(signed, np.float32) * np.asarray(s_scale) - x)
+    u_err = np.abs(np.asarray(codes, np.float32) * np.asarray(u_scale) - x)
+    assert u_err.max() <= np.asarray(u_scale).max() / 2 * (1 + 1e-5)
+    assert 0.4 < u_err.mean() / s_err.mean() < 0.6
+    assert np.all(u_err[:, :128] == 0)
+
+
+def test_unsigned_activation_quantizers_need_relu_networks(paper_policy):
+    net, params, obs = paper_policy  # ReLU hidden layers, tanh output
+    package = q.make_quantizer("uact_int8").quantize(params, net, 1)
+    assert package.unsigned_activations and package.activation_bits == 8
+    reference = np.asarray(net.apply(params, obs))
+    u_error = float(np.abs(q.make_reference_forward(package)(obs) - reference).max())
+    assert u_error < 1e-2
+    head = q.make_quantizer("fp32head_uact_int8").quantize(params, net, 1)
+    assert head.unsigned_activations and head.layers[-1].kernel_scale is None
+    for spec in ("uact_int<N>", "fp32head_uact_int<N>"):
+        assert spec in q.available_quantizers()
+    tanh_net = MLP(hidden_sizes=(32, 32), output_size=ACT, activation="tanh")
+    tanh_params = tanh_net.init(jax.random.key(0), np.zeros((1, OBS), np.float32))
+    with pytest.raises(ValueError, match="ReLU"):
+        q.make_quantizer("uact_int8").quantize(tanh_params, tanh_net, 1)
+    with pytest.raises(q.PackageError, match="ReLU"):
+        q.PolicyPackage(quantizer="x", version=0, layers=package.layers, activation="tanh",
+                        activation_bits=8, unsigned_activations=True)

@@ -22,12 +22,14 @@ from actorq.quantization.reference import forward, package_arrays
 
 
 @functools.partial(jax.jit, static_argnames=("activation", "output_activation",
-                                             "activation_bits"))
+                                             "activation_bits", "unsigned_activations"))
 def _package_forward(arrays: Any, observations: jax.Array, *, activation: str,
-                     output_activation: str, activation_bits: int | None) -> jax.Array:
+                     output_activation: str, activation_bits: int | None,
+                     unsigned_activations: bool) -> jax.Array:
     # One compilation per package structure: new versions of the same network reuse it.
     return forward(arrays, observations, activation=activation,
-                   output_activation=output_activation, activation_bits=activation_bits)
+                   output_activation=output_activation, activation_bits=activation_bits,
+                   unsigned_activations=unsigned_activations)
 
 
 def package_outputs(package: PolicyPackage, observations: np.ndarray) -> np.ndarray:
@@ -35,7 +37,8 @@ def package_outputs(package: PolicyPackage, observations: np.ndarray) -> np.ndar
     return np.asarray(_package_forward(
         package_arrays(package), np.asarray(observations, np.float32),
         activation=package.activation, output_activation=package.output_activation,
-        activation_bits=package.activation_bits))
+        activation_bits=package.activation_bits,
+        unsigned_activations=package.unsigned_activations))
 
 
 def drift_metrics(evaluation_action: Callable[[np.ndarray], np.ndarray],

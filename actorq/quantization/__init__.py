@@ -2,7 +2,8 @@
 
 Built-ins: ``fp32``, ``fp16``, ``bf16``, ``int8`` (AQT numerics, real int8 matmul) and
 ``int2``..``int8`` (same numerics, fewer bits, for PTQ/QAT studies), ``fp32in_int2``..``8``
-(the same with an fp32 first layer) and ``int8_p999``. Add one with
+(the same with an fp32 first layer), ``fp32head_int<b>`` (fp32 output layer), ``uact_int<b>`` and
+``fp32head_uact_int<b>`` (unsigned activation codes after each ReLU) and ``int8_p999``. Add one with
 :func:`register_quantizer` (see ``actorq/quantization/percentile.py`` for a one-file example).
 """
 

@@ -21,7 +21,8 @@ from actorq.quantization.registry import register_quantizer
 
 
 def _package(spec: str, network: MLP, version: int, layers: list[DenseParams],
-             activation_bits: int | None = None) -> PolicyPackage:
+             activation_bits: int | None = None,
+             unsigned_activations: bool = False) -> PolicyPackage:
     return PolicyPackage(
         quantizer=spec,
         version=int(version),
@@ -29,6 +30,7 @@ def _package(spec: str, network: MLP, version: int, layers: list[DenseParams],
         activation=network.activation,
         output_activation=network.output_activation,
         activation_bits=activation_bits,
+        unsigned_activations=unsigned_activations,
     )
 
 
@@ -71,10 +73,14 @@ class IntQuantizer:
     uses; activations are quantized at inference with the same numerics
     (``actorq.quantization.numerics``). With bits=8 actors run a real int8 matmul; fewer bits
     travel bit-packed and run on the int8 kernels (PTQ/QAT studies).
+
+    ``unsigned_activations``: rows after a ReLU get unsigned codes (see
+    :class:`~actorq.quantization.package.PolicyPackage`); ReLU networks only.
     """
 
     spec: str
     bits: int = 8
+    unsigned_activations: bool = False
 
     def __post_init__(self) -> None:
         check_bits(self.bits)
@@ -89,7 +95,13 @@ class IntQuantizer:
         for kernel, bias in mlp_layers(params):
             values, scale = self.quantize_kernel(np.asarray(kernel))
             layers.append(DenseParams(values, np.asarray(bias, np.float32), scale))
-        return _package(self.spec, network, version, layers, activation_bits=self.bits)
+        if self.unsigned_activations and network.activation != "relu":
+            raise ValueError(
+                f"quantizer {self.spec!r} quantizes ReLU outputs as unsigned codes; this "
+                f"network's hidden activation is {network.activation!r}"
+            )
+        return _package(self.spec, network, version, layers, activation_bits=self.bits,
+                        unsigned_activations=self.unsigned_activations)
 
 
 register_quantizer("fp32", lambda: FloatQuantizer("fp32", np.float32))

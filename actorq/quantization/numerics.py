@@ -3,6 +3,9 @@
 For ``bits`` b the largest magnitude maps to the edge of the last bucket, ``2**(b-1) - 0.5``
 (AQT: preserve_zero=True, preserve_max_val=False); values are clipped to ``+-(2**(b-1) - 1)``
 and rounded half to even. An all-zero slice gets scale 1 (AQT does the same).
+
+Unsigned codes (non-negative rows after a ReLU) follow the same rule on the grid
+``[0, 2**b - 1]``: the row maximum maps to ``2**b - 0.5``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,16 @@ def max_int(bits: int) -> int:
     return 2 ** (bits - 1) - 1
 
 
+def unsigned_quant_bound(bits: int) -> float:
+    """The float that the maximum of a non-negative slice is scaled to (unsigned codes)."""
+    return 2.0**bits - 0.5
+
+
+def max_uint(bits: int) -> int:
+    """The largest unsigned code."""
+    return 2**bits - 1
+
+
 def check_bits(bits: int) -> int:
     """Validates an integer bit width (2..8: the values must fit an int8 container)."""
     if not isinstance(bits, int | np.integer) or not 2 <= int(bits) <= 8:
@@ -44,6 +57,20 @@ def quantize_rows(x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
     clipped = jnp.clip(x * jax.lax.reciprocal(scale), -limit, limit)
     q = jax.lax.round(clipped, jax.lax.RoundingMethod.TO_NEAREST_EVEN)
     return q.astype(jnp.int8), scale.astype(jnp.float32)
+
+
+def quantize_rows_unsigned(x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
+    """Per-row quantization of non-negative rows to unsigned codes: (uint8 values, float32
+    scale [rows, 1]). Negative inputs clip to 0 (the ReLU they come from)."""
+    import jax
+    import jax.numpy as jnp
+
+    row_max = jnp.max(x, axis=-1, keepdims=True)
+    row_max = jnp.where(row_max <= 0.0, jnp.ones_like(row_max), row_max)
+    scale = row_max / unsigned_quant_bound(bits)
+    clipped = jnp.clip(x * jax.lax.reciprocal(scale), 0.0, float(max_uint(bits)))
+    q = jax.lax.round(clipped, jax.lax.RoundingMethod.TO_NEAREST_EVEN)
+    return q.astype(jnp.uint8), scale.astype(jnp.float32)
 
 
 def quantize_rows_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:

@@ -23,8 +23,10 @@ import msgpack
 import numpy as np
 
 MAGIC = b"AQPK"
-FORMAT_VERSION = 2  # 2: integer kernels bit-packed ("bits" in their array entry)
-READABLE_FORMATS = (1, 2)
+# 2: integer kernels bit-packed ("bits" in their array entry); 3: "unsigned_activations" (a
+# reader that ignored it would compute a different policy, so older readers must refuse).
+FORMAT_VERSION = 3
+READABLE_FORMATS = (1, 2, 3)
 _DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
@@ -67,6 +69,10 @@ class PolicyPackage:
       activation: hidden activation name; output_activation: applied to the last layer.
       activation_bits: bits of the dynamic per-row activation quantization before each integer
         matmul (None for float packages).
+      unsigned_activations: integer layers fed by a ReLU quantize their (non-negative) input
+        rows to unsigned codes ``[0, 2**b - 1]`` instead of ``[-(2**(b-1) - 1), 2**(b-1) - 1]``:
+        twice the resolution where half of the signed grid is never used. The observation layer
+        stays signed.
     """
 
     quantizer: str
@@ -75,6 +81,17 @@ class PolicyPackage:
     activation: str = "relu"
     output_activation: str = "none"
     activation_bits: int | None = None
+    unsigned_activations: bool = False
+
+    def __post_init__(self) -> None:
+        if self.unsigned_activations and self.activation != "relu":
+            raise PackageError(
+                f"unsigned activations need ReLU hidden layers, got {self.activation!r}"
+            )
+
+    def unsigned_input(self, index: int) -> bool:
+        """Whether integer layer ``index`` quantizes its input rows as unsigned codes."""
+        return self.unsigned_activations and index > 0 and self.activation == "relu"
 
     @property
     def input_size(self) -> int:
@@ -132,6 +149,7 @@ class PolicyPackage:
                 "activation": self.activation,
                 "output_activation": self.output_activation,
                 "activation_bits": self.activation_bits,
+                "unsigned_activations": bool(self.unsigned_activations),
                 "layers": layer_headers,
             }
         )
@@ -166,6 +184,7 @@ class PolicyPackage:
                 activation=header["activation"],
                 output_activation=header["output_activation"],
                 activation_bits=header["activation_bits"],
+                unsigned_activations=bool(header.get("unsigned_activations", False)),
             )
         except PackageError:
             raise

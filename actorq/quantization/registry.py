@@ -21,6 +21,7 @@ BUILTIN_MODULES = (
     "actorq.quantization.float_input",
     "actorq.quantization.float_head",
     "actorq.quantization.percentile",
+    "actorq.quantization.unsigned_activations",
 )
 _builtins_loaded = False
 

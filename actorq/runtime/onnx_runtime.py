@@ -34,7 +34,10 @@ How the integer graph is built, and why (measured on the 24 -> 2048x3 -> 6 polic
 * Input after a ReLU is non-negative, so the ReLU is folded into the next layer's quantization.
   ``max|relu(y)| == max(max(y), 0)``, and ``QuantizeLinear`` with zero point 0 saturates negatives
   to 0. Those rows go to the matmul as uint8 ``[0, m]`` with zero point 0. No Abs or Relu node is
-  needed.
+  needed. Packages with unsigned activation codes (``uact_int8``) put those rows on
+  ``[0, 2**b - 1]`` with scale ``max * f32(1 / (2**b - 0.5))``; at 8 bits the saturation of
+  ``QuantizeLinear`` is the clip. Codes above 127 take the ``u8 x u8`` kernel where ``u8 x s8``
+  saturates (:func:`unsigned_kernel_layers`).
 * The matmul is ORT's ``com.microsoft.MatMulIntegerToFloat``, called with the per-row activation
   scale ``[batch, 1]`` and the per-channel kernel scale. The int32 accumulator never leaves the
   kernel. **The bias is added by a separate node on purpose.** ORT 1.32 computes
@@ -102,7 +105,13 @@ import numpy as np
 import onnxruntime as ort
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
-from actorq.quantization.numerics import check_bits, max_int, quant_bound
+from actorq.quantization.numerics import (
+    check_bits,
+    max_int,
+    max_uint,
+    quant_bound,
+    unsigned_quant_bound,
+)
 from actorq.quantization.package import PolicyPackage
 from actorq.runtime.policy_runtime import register_runtime
 
@@ -139,6 +148,7 @@ def package_signature(package: PolicyPackage) -> tuple:
         package.activation,
         package.output_activation,
         package.activation_bits,
+        package.unsigned_activations,
         tuple(
             (layer.kernel.shape, str(layer.kernel.dtype), layer.kernel_scale is not None)
             for layer in package.layers
@@ -180,18 +190,33 @@ def signed_input_layers(package: PolicyPackage) -> frozenset[int]:
     )
 
 
+def unsigned_kernel_layers(package: PolicyPackage) -> frozenset[int]:
+    """Integer layers of the exact graph whose kernel goes to ORT as ``uint8``: the
+    :func:`signed_input_layers`, and, on CPUs whose ``u8 x s8`` kernel saturates, ReLU-fed layers
+    of packages with 8-bit unsigned activation codes (codes up to 255)."""
+    layers = set(signed_input_layers(package))
+    bits = package.activation_bits
+    if package.unsigned_activations and bits is not None and max_uint(bits) > 127 \
+            and u8s8_saturates():
+        layers |= {
+            i for i, layer in enumerate(package.layers)
+            if layer.kernel_scale is not None and package.unsigned_input(i)
+        }
+    return frozenset(layers)
+
+
 def graph_weights(
     package: PolicyPackage, unsigned_kernels: frozenset[int] | None = None
 ) -> dict[str, np.ndarray]:
     """The graph's named weight arrays (int8 kernels are used as they are, without a copy).
 
     ``unsigned_kernels``: integer layers whose kernel goes to ORT as ``uint8`` (``kernel + 128``
-    with zero point 128; default :func:`signed_input_layers`). ``u8 x u8`` widens to int16
+    with zero point 128; default :func:`unsigned_kernel_layers`). ``u8 x u8`` widens to int16
     before multiplying, so it is exact on every CPU, where ``u8 x s8`` is not (see
     :func:`u8s8_saturates`).
     """
     if unsigned_kernels is None:
-        unsigned_kernels = signed_input_layers(package)
+        unsigned_kernels = unsigned_kernel_layers(package)
     weights = {}
     for i, layer in enumerate(package.layers):
         if layer.kernel_scale is not None:
@@ -245,9 +270,12 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         c_inv_bound = g.const(np.float32(1.0) / np.float32(quant_bound(bits)))
         c_one = g.const(np.float32(1.0))
         c_zp_signed, c_zp_unsigned = g.const(np.uint8(128)), g.const(np.uint8(0))
-        unsigned_kernels = signed_input_layers(package)
+        unsigned_kernels = unsigned_kernel_layers(package)
         # clip bounds +-m in the uint8 domain: [0, m] (ReLU rows, zp 0), [128 - m, 128 + m]
         c_u_high = g.const(np.uint8(limit))
+        if package.unsigned_activations:  # ReLU rows on the unsigned grid [0, 2**b - 1]
+            c_inv_ubound = g.const(np.float32(1.0) / np.float32(unsigned_quant_bound(bits)))
+            c_uu_high = g.const(np.uint8(max_uint(bits)))
         c_s_low, c_s_high = g.const(np.uint8(128 - limit)), g.const(np.uint8(128 + limit))
 
     x = INPUT
@@ -258,14 +286,19 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
                 abs_max = g.op("ReduceMax", [x, c_axis], keepdims=1)
             else:
                 abs_max = g.op("ReduceMax", [g.op("Abs", [x]), c_axis], keepdims=1)
-            x_scale = g.op("Mul", [g.op("Max", [abs_max, c_floor]), c_inv_bound])
+            unsigned = relu_pending and package.unsigned_activations
+            inv_bound = c_inv_ubound if unsigned else c_inv_bound
+            x_scale = g.op("Mul", [g.op("Max", [abs_max, c_floor]), inv_bound])
             scaled = g.op("Mul", [x, g.op("Reciprocal", [x_scale])])
             # round_half_even(v) + zp, saturated to [0, 255]. Clipping the integers afterwards
             # equals the reference's clip-then-round (the bounds are integers), on 4x fewer bytes.
             # With zero point 0 the saturation at 0 is the folded ReLU.
             if relu_pending:
                 xq = g.op("QuantizeLinear", [scaled, c_one, c_zp_unsigned])
-                xq = g.op("Clip", [xq, "", c_u_high])
+                if unsigned and max_uint(bits) < 255:
+                    xq = g.op("Clip", [xq, "", c_uu_high])
+                elif not unsigned:
+                    xq = g.op("Clip", [xq, "", c_u_high])
                 zero_point = c_zp_unsigned
             else:
                 xq = g.op("QuantizeLinear", [scaled, c_one, c_zp_signed])

@@ -62,6 +62,7 @@ class XlaRuntime:
             package.activation,
             package.output_activation,
             package.activation_bits,
+            package.unsigned_activations,
             tuple((layer.kernel.shape, str(layer.kernel.dtype)) for layer in package.layers),
         )
         if signature != self._signature:  # recompile only when the network itself changes
@@ -72,6 +73,7 @@ class XlaRuntime:
                     activation=package.activation,
                     output_activation=package.output_activation,
                     activation_bits=package.activation_bits,
+                    unsigned_activations=package.unsigned_activations,
                 )
             )
             self._signature = signature
