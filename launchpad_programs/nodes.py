@@ -122,6 +122,18 @@ class LearnerVariableSource:
         self.latest_package: PolicyPackage | None = None
         self.quantize_seconds = 0.0
         self.num_packages = 0
+        self.calibrated = False
+
+    def calibrate(self, observations: np.ndarray) -> bool:
+        """Hands ``observations`` to a quantizer that calibrates on them (GPTQ); the next
+        version is quantized with them. Whether this quantizer takes them."""
+        with_calibration = getattr(self._quantizer, "with_calibration", None)
+        if with_calibration is None:
+            return False
+        self._quantizer = with_calibration(observations)
+        self._latest = None
+        self.calibrated = True
+        return True
 
     def latest(self) -> tuple[int, bytes]:
         version = self._learner.steps
@@ -147,6 +159,10 @@ class LearnerPackages:
         if not precisions:
             raise ValueError("a program publishes at least one precision")
         self.sources = {p: LearnerVariableSource(learner, builder, p) for p in precisions}
+
+    def calibrate(self, observations: np.ndarray) -> list[str]:
+        """Calibrates every quantizer that takes observations; the precisions that did."""
+        return [p for p, source in self.sources.items() if source.calibrate(observations)]
 
     def latest(self) -> tuple[int, dict[str, bytes]]:
         packages = {p: source.latest() for p, source in self.sources.items()}
@@ -251,7 +267,7 @@ class Evaluator:
 class DriftMonitor:
     """The published packages' drift from the learner's fp32 policy
     (:mod:`actorq.analysis.drift`), on one fixed batch of replay observations taken once replay
-    holds ``min_size`` items.
+    holds ``min_size`` items. That batch also calibrates the quantizers that take observations.
 
     Called after each publish; it measures that version unless it would take more than ~10% of
     the learner's time (then it skips versions until 9x its own cost has passed). The first
@@ -282,6 +298,9 @@ class DriftMonitor:
             observations = self._table.peek(self.BATCH, self._seed)["observation"]
             self._drift = PolicyDrift(self._builder.policy_network,
                                       self._builder.evaluation_action, observations)
+            # The same fixed batch calibrates quantizers that need data (GPTQ): from this
+            # version on their packages are fitted to states the actors visit.
+            packages.calibrate(np.asarray(observations, np.float32))
         elif start - self._last_end < 9.0 * self._cost:
             return {}
         packages.latest()  # every precision at the learner's current version

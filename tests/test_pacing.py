@@ -222,3 +222,49 @@ def test_continuous_drift_is_an_action_distance():
                                  for spec in ("fp32", "int2")})
     assert row["policy_drift_action_distance/fp32"] < 1e-5
     assert row["policy_drift_action_distance/int2"] > 1e-3
+
+
+def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
+    """Once replay is warm, the drift batch also calibrates quantizers that take observations:
+    the GPTQ package of the next version is the one its quantizer makes with that batch, and
+    round-to-nearest quantizers are left alone."""
+    import jax
+
+    import actorq.quantization as q
+    from launchpad_programs.nodes import DriftMonitor, LearnerPackages, make_builder_for
+
+    config = dqn_actorq.get_config("cartpole_small")
+    builder = make_builder_for(config)
+    network = builder.policy_network
+    params = network.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    observations = np.random.default_rng(0).normal(
+        size=(512, builder.observation_size)).astype(np.float32)
+
+    class Learner:
+        steps = 1
+
+        def policy_params(self):
+            return params
+
+    class Table:
+        size = 0
+
+        def peek(self, n, seed):
+            return {"observation": observations[:n]}
+
+    learner, table = Learner(), Table()
+    packages = LearnerPackages(learner, builder, ["gptq_uact_int8", "int8", "fp32"])
+    monitor = DriftMonitor(builder, table, min_size=100)
+    rtn_bytes = packages.sources["gptq_uact_int8"].latest()[1]
+    assert monitor.measure(learner, packages) == {}  # replay not warm: nothing happens
+    assert not packages.sources["gptq_uact_int8"].calibrated
+    table.size = 100
+    row = monitor.measure(learner, packages)
+    assert "policy_drift_disagreement/gptq_uact_int8" in row
+    assert packages.sources["gptq_uact_int8"].calibrated
+    assert not packages.sources["int8"].calibrated and not packages.sources["fp32"].calibrated
+    version, gptq_bytes = packages.sources["gptq_uact_int8"].latest()
+    assert version == 1 and gptq_bytes != rtn_bytes  # requantized at the same version
+    expected = q.make_quantizer("gptq_uact_int8").with_calibration(
+        observations[:DriftMonitor.BATCH]).quantize(params, network, 1)
+    assert gptq_bytes == expected.to_bytes()

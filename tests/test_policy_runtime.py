@@ -553,3 +553,17 @@ def test_unsigned_codes_above_127_are_exact_on_every_cpu(monkeypatch, saturating
     hidden = np.maximum(x @ np.ones((OBS, 16), np.float32) * 1e-2, 0)
     np.testing.assert_allclose(reference, hidden @ kernel.astype(np.float32) * 1e-3, rtol=1e-2,
                                atol=1e-4)
+
+
+@pytest.mark.parametrize("runtime_name", RUNTIMES)
+def test_calibrated_gptq_package_matches_reference(runtime_name):
+    """GPTQ only picks other integers: the package is an ordinary uact_int8 one, run exactly."""
+    net, params = _params(SMALL, 0)
+    quantizer = q.make_quantizer("fp32head_gptq_uact_int8").with_calibration(observations(64))
+    package = quantizer.quantize(params, net, version=1)
+    assert package.unsigned_activations and package.layers[-1].kernel_scale is None
+    runtime = make_policy_runtime(runtime_name)
+    runtime.load(q.PolicyPackage.from_bytes(package.to_bytes()))
+    obs = observations(8, seed=2)
+    diff = np.abs(runtime(obs) - q.make_reference_forward(package)(obs))
+    assert diff.max() < 1e-2 and np.median(diff) < 1e-5

@@ -349,3 +349,29 @@ def test_pull_period_ablation_end_to_end(tmp_path: Path) -> None:
         pull_period_ablation.run_ablation(config, "0", "fp32", "0", out)
     with pytest.raises(ValueError, match="unknown quantizer"):
         pull_period_ablation.run_ablation(config, "30", "fp32,int1x", "0", out)
+
+
+def test_ptq_study_calibrates_gptq_on_episodes_it_does_not_score(trained_run: Path,
+                                                                  tmp_path: Path) -> None:
+    from actorq.analysis.ptq import (
+        CALIBRATION_EPISODES,
+        CALIBRATION_SIZE,
+        calibration_observations,
+        episode_seeds,
+    )
+    from actorq.analysis.trained_policy import load_trained_policy
+    from actorq.runtime.policy_runtime import make_policy_runtime
+
+    assert not set(episode_seeds(1, CALIBRATION_EPISODES)) & set(episode_seeds(0, 20))
+    policy = load_trained_policy(trained_run)
+    runtime = make_policy_runtime("xla")
+    runtime.load(policy.package("fp32"))
+    calibration = calibration_observations(policy, runtime, seed=0)
+    assert 0 < len(calibration) <= CALIBRATION_SIZE and calibration.shape[1] == 4
+    assert policy.package("gptq_uact_int8", calibration).to_bytes() != \
+        policy.package("gptq_uact_int8").to_bytes()
+    out = tmp_path / "ptq"
+    ptq_study(trained_run, "int8,gptq_uact_int8", episodes=2, out_dir=out)
+    rows = {r["quantizer"]: r for r in json.loads((out / "ptq.json").read_text())["results"]}
+    assert list(rows) == ["fp32", "int8", "gptq_uact_int8"]
+    assert 0.5 < rows["gptq_uact_int8"]["agreement"] <= 1.0

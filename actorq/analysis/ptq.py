@@ -20,6 +20,10 @@ return come from the policy alone. Definitions used in the report:
 
 fp32 itself runs through the same package and runtime path as the others (the ``fp32`` quantizer
 is a float32 copy), so its row is exactly 0 error, 0 KL and full agreement by construction.
+
+Quantizers that calibrate on observations (GPTQ) get :func:`calibration_observations`: fp32
+rollouts of episodes that are *not* evaluated, so they are not fitted to the states they are
+scored on.
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ DEFAULT_QUANTIZERS: tuple[str, ...] = (
     "fp32", "fp16", "bf16", "int8", "int7", "int6", "int5", "int4", "int3", "int2",
 )
 DEFAULT_TEMPERATURE = 1.0
+# Quantizers that calibrate (GPTQ) get as many observations as the learner hands them (its
+# fixed batch of replay observations, launchpad_programs.nodes.DriftMonitor.BATCH), taken from
+# fp32 rollouts of episodes that are not evaluated.
+CALIBRATION_EPISODES = 2
+CALIBRATION_SIZE = 256
 DEFAULT_COMPARE = "int8"
 
 
@@ -259,6 +268,18 @@ def _rollouts(
     return returns
 
 
+def calibration_observations(policy: TrainedPolicy, fp32_runtime: Any, seed: int,
+                             episodes: int = CALIBRATION_EPISODES,
+                             size: int = CALIBRATION_SIZE) -> np.ndarray:
+    """Observations for quantizers that calibrate (GPTQ): ``size`` evenly spaced states of the
+    fp32 policy's greedy rollouts on ``episodes`` episodes whose seeds are not evaluated (they
+    derive from ``seed + 1``; :func:`episode_seeds` keeps nearby seeds apart)."""
+    record: list[np.ndarray] = []
+    _rollouts(policy, fp32_runtime, episode_seeds(seed + 1, episodes), record)
+    obs = np.stack(record).astype(np.float32)
+    return obs[np.linspace(0, len(obs) - 1, min(size, len(obs))).astype(np.int64)]
+
+
 def run_ptq_study(
     policy: TrainedPolicy,
     quantizers: str | Sequence[str] = DEFAULT_QUANTIZERS,
@@ -291,8 +312,11 @@ def run_ptq_study(
     package_bytes: dict[str, int] = {}
     returns: dict[str, list[float]] = {}
     observations: list[np.ndarray] = []
+    calibration: np.ndarray | None = None
     for spec in specs:
-        package = policy.package(spec)
+        if calibration is None and hasattr(make_quantizer(spec), "with_calibration"):
+            calibration = calibration_observations(policy, runtimes[BASELINE], seed)
+        package = policy.package(spec, calibration)
         package_bytes[spec] = len(package.to_bytes())
         rt = make_policy_runtime(runtime)
         rt.load(package)

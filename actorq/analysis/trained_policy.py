@@ -63,9 +63,16 @@ class TrainedPolicy:
         """Whether the policy picks discrete actions (its outputs are Q-values)."""
         return is_discrete(self.task)
 
-    def package(self, quantizer: str) -> PolicyPackage:
-        """The policy quantized by ``quantizer`` (a registry spec such as ``int8``)."""
-        return make_quantizer(quantizer).quantize(self.params, self.network, self.learner_steps)
+    def package(self, quantizer: str, calibration: np.ndarray | None = None) -> PolicyPackage:
+        """The policy quantized by ``quantizer`` (a registry spec such as ``int8``).
+
+        ``calibration``: observations for quantizers that take them (``with_calibration``, e.g.
+        GPTQ); others ignore it.
+        """
+        q = make_quantizer(quantizer)
+        if calibration is not None and hasattr(q, "with_calibration"):
+            q = q.with_calibration(calibration)
+        return q.quantize(self.params, self.network, self.learner_steps)
 
 
 def read_run_config(run_dir: str | Path) -> ml_collections.ConfigDict:

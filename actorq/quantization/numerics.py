@@ -83,3 +83,12 @@ def quantize_rows_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     limit = float(max_int(bits))
     q = np.rint(np.clip(x * (np.float32(1.0) / scale), -limit, limit))  # rint: half to even
     return q.astype(np.int8), scale
+
+
+def quantize_rows_unsigned_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy twin of :func:`quantize_rows_unsigned`: (uint8 codes, float32 scale [rows, 1])."""
+    row_max = np.max(x, axis=-1, keepdims=True).astype(np.float32)
+    row_max[row_max <= 0.0] = 1.0
+    scale = (row_max * np.float32(1.0 / unsigned_quant_bound(bits))).astype(np.float32)
+    q = np.rint(np.clip(x * (np.float32(1.0) / scale), 0.0, float(max_uint(bits))))
+    return q.astype(np.uint8), scale

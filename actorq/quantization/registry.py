@@ -22,6 +22,7 @@ BUILTIN_MODULES = (
     "actorq.quantization.float_head",
     "actorq.quantization.percentile",
     "actorq.quantization.unsigned_activations",
+    "actorq.quantization.gptq",
 )
 _builtins_loaded = False
 
