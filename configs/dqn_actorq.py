@@ -83,6 +83,8 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
             "n_step": 3,
             "discount": 0.99,
             "learning_rate": 1e-4,
+            "learning_rate_final": ml_collections.FieldReference(None, field_type=float),
+            "learning_rate_decay_steps": 0,
             "batch_size": 256,
             "target_update_period": 100,
             "sgd_steps_per_call": 1,

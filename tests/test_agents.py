@@ -141,3 +141,18 @@ def test_presets_and_overrides():
         agent_config("dqn", {"batch_sise": 3})
     with pytest.raises(ValueError):
         DQNConfig(epsilon_min=0.5, epsilon_max=0.1)
+
+
+def test_dqn_learning_rate_decays_linearly_to_its_final_value():
+    constant = DQNConfig(learning_rate=1e-3)
+    assert constant.learning_rate_schedule == 1e-3
+    decaying = DQNConfig(learning_rate=1e-3, learning_rate_final=1e-4,
+                         learning_rate_decay_steps=1000)
+    schedule = decaying.learning_rate_schedule
+    assert float(schedule(0)) == pytest.approx(1e-3)
+    assert float(schedule(500)) == pytest.approx(5.5e-4)
+    assert float(schedule(1000)) == float(schedule(5000)) == pytest.approx(1e-4)
+    with pytest.raises(ValueError, match="learning_rate_final"):
+        DQNConfig(learning_rate_decay_steps=10)
+    with pytest.raises(ValueError, match="fp32"):
+        DQNConfig(learning_rate_final=1e-4, learning_rate_decay_steps=10, precision="fp16")

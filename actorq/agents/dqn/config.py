@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import optax
+
 from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_POLICY_SIZES
 
@@ -20,6 +22,11 @@ class DQNConfig:
     n_step: int = 1
     discount: float = 0.99
     learning_rate: float = 1e-4
+    # Linear decay of the learning rate to learning_rate_final over learning_rate_decay_steps SGD
+    # steps (0: constant). A late policy that keeps taking full-size steps can unlearn a solved
+    # task (DQN on CartPole falls from 500 and climbs back); fp32 learner only.
+    learning_rate_final: float | None = None
+    learning_rate_decay_steps: int = 0
     batch_size: int = 256
     target_update_period: int = 100
     sgd_steps_per_call: int = 1
@@ -54,6 +61,21 @@ class DQNConfig:
             raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:
             raise ValueError("need 0 <= epsilon_min <= epsilon_max <= 1")
+        if self.learning_rate_decay_steps < 0:
+            raise ValueError("learning_rate_decay_steps must be >= 0")
+        if self.learning_rate_decay_steps and self.learning_rate_final is None:
+            raise ValueError("learning_rate_decay_steps needs learning_rate_final")
+        if self.learning_rate_decay_steps and self.precision != "fp32":
+            raise ValueError("a decaying learning rate is only supported by the fp32 learner; "
+                             f"got precision {self.precision!r}")
+
+    @property
+    def learning_rate_schedule(self) -> float | optax.Schedule:
+        """The learning rate: constant, or the linear decay configured above."""
+        if not self.learning_rate_decay_steps:
+            return self.learning_rate
+        return optax.linear_schedule(self.learning_rate, self.learning_rate_final,
+                                     self.learning_rate_decay_steps)
 
     @property
     def fix_names(self) -> tuple[str, ...]:

@@ -97,7 +97,7 @@ class DQNLearner:
         self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
         self._optimizer = optax.chain(
             optax.clip_by_global_norm(config.max_gradient_norm),
-            optax.adam(config.learning_rate, eps=config.adam_epsilon),
+            optax.adam(config.learning_rate_schedule, eps=config.adam_epsilon),
         )
         self._dtype = dtype_of(config.precision)
         self._lowp = config.precision != "fp32"
