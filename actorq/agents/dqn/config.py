@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-
-import optax
+from typing import TYPE_CHECKING
 
 from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_POLICY_SIZES
+
+if TYPE_CHECKING:
+    import optax
 
 # Of Björck et al.'s six fixes, those that act on DQN's update (it has no Gaussian policy, and
 # its target network is a periodic copy, not a Polyak average).
@@ -74,6 +76,8 @@ class DQNConfig:
         """The learning rate: constant, or the linear decay configured above."""
         if not self.learning_rate_decay_steps:
             return self.learning_rate
+        # Imported here: actor processes read this config and must not import JAX (optax does).
+        import optax
         return optax.linear_schedule(self.learning_rate, self.learning_rate_final,
                                      self.learning_rate_decay_steps)
 
