@@ -118,3 +118,11 @@ def test_program_prints_its_nodes_and_channels():
     assert re.search(r"collector +\[collector, main\]", text)
     assert re.search(r"producer_1 +\[producer, restarted\]", text)
     assert re.search(r"budget +\(counter\) producer_0, producer_1 -> collector", text)
+
+
+def test_the_library_never_names_the_launchers_package():
+    """Data flows one way: nothing under actorq/ imports (or mentions) launchpad_programs."""
+    library = Path(__file__).resolve().parents[1] / "actorq"
+    offenders = [str(path.relative_to(library)) for path in library.rglob("*.py")
+                 if "launchpad_programs" in path.read_text()]
+    assert not offenders, offenders

@@ -53,7 +53,7 @@ DEFAULT_QUANTIZERS: tuple[str, ...] = (
 )
 DEFAULT_TEMPERATURE = 1.0
 # Quantizers that calibrate (GPTQ) get as many observations as the learner hands them (its
-# fixed batch of replay observations, launchpad_programs.nodes.DriftMonitor.BATCH), taken from
+# fixed batch of 256 replay observations, the one the drift monitor also uses), taken from
 # fp32 rollouts of episodes that are not evaluated.
 CALIBRATION_EPISODES = 2
 CALIBRATION_SIZE = 256
