@@ -311,10 +311,14 @@ def test_polyak_update_kahan_momentum():
     assert exact == pytest.approx(1.0197, abs=1e-4)
     assert kahan == pytest.approx(exact, abs=2e-3)
 
-    # Toward 1.1 the first two steps round up to the next ulp, then the naive target freezes.
+    # Toward 1.1 the first few steps round up to the next ulp (9.8e-4), then the naive target
+    # freezes. How many land (2 or 3) depends on whether XLA rounds tau * (online - target) to
+    # fp16 before the add or fuses it in f32: CPUs with native fp16 arithmetic (AVX512-FP16) and
+    # those without differ, so the bound is a few ulps, not one value.
     naive100, _, _ = _polyak_run(1.1, 100)
     naive, kahan, exact = _polyak_run(1.1, 1000)
-    assert naive == naive100 == pytest.approx(1.00195, abs=1e-5)
+    assert naive == naive100  # frozen: 900 more steps moved nothing
+    assert 1.0 < naive <= 1.0 + 4 * 2.0**-10
     assert abs(naive - exact) > 0.09
     assert kahan == pytest.approx(exact, abs=2e-3)  # about 2 fp16 ulps
 
