@@ -37,8 +37,39 @@ def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
     return None
 
 
+# A run "holds" a target when its last evaluations stay there, not only its final one (DQN on
+# CartPole swings between 500 and ~200, so one final score is a coin toss).
+HELD_WINDOW = 5
+DRIFT_KEYS = ("policy_drift_disagreement", "policy_drift_action_distance")
+
+
+def deployed_below_fp32_at(evals: Sequence[dict[str, Any]], threshold: float) -> int | None:
+    """Evaluations where the learner's fp32 policy scored at/above ``threshold`` and the deployed
+    package of the same version below it: what the actors' precision alone cost. None when the
+    run has no fp32 score (fp32 actors, or ``eval_fp32`` off)."""
+    pairs = [r for r in evals if "eval_return_fp32" in r]
+    if not pairs:
+        return None
+    return sum(float(r["eval_return_fp32"]) >= threshold > float(r["eval_return"])
+               for r in pairs)
+
+
+def late_policy_drift(run_dir: Path, quantizer: str) -> float | None:
+    """Mean online drift of the deployed precision over the second half of ``learner.jsonl``
+    (DQN: greedy disagreement; continuous agents: action distance), or None if not logged."""
+    rows = read_jsonl(run_dir / "learner.jsonl") if (run_dir / "learner.jsonl").exists() else []
+    for key in (f"{name}/{quantizer}" for name in DRIFT_KEYS):
+        values = [float(r[key]) for r in rows if key in r]
+        if values:
+            late = values[len(values) // 2:]
+            return sum(late) / len(late)
+    return None
+
+
 def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
-    """One run's row: first evaluation at/above ``threshold``, final and best evaluation."""
+    """One run's row: first evaluation at/above ``threshold``, final and best evaluation, how
+    many of the last ``HELD_WINDOW`` evaluations held it, what precision alone cost, and the
+    late policy drift."""
     evals = read_jsonl(run_dir / "eval.jsonl")
     if not evals:
         raise ValueError(f"{run_dir} has no evaluations (eval.jsonl is empty)")
@@ -47,6 +78,9 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
     hit = first_reaching(evals, threshold)
     final = evals[-1]
     best = max(evals, key=lambda row: float(row["eval_return"]))
+    last = evals[-HELD_WINDOW:]
+    quantizer = config["quantizer"]
+    fp32_evals = [] if quantizer == "fp32" else evals
     return {
         "run_dir": str(run_dir),
         "quantizer": config["quantizer"],
@@ -61,6 +95,11 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
         "learner_steps": int(summary["learner_steps"]),
         "wall_time_s": float(summary["wall_time_s"]),
         "eval_episodes": int(config["eval_episodes"]),
+        "held_last": sum(float(r["eval_return"]) >= threshold for r in last),
+        "held_window": len(last),
+        "deployed_below_fp32_at": deployed_below_fp32_at(fp32_evals, threshold),
+        "evaluations": len(evals),
+        "late_policy_drift": late_policy_drift(run_dir, quantizer),
     }
 
 
@@ -71,11 +110,14 @@ def summarize(rows: Sequence[dict[str, Any]], threshold: float,
     out: dict[str, dict[str, Any]] = {}
     for row in rows:
         entry = out.setdefault(row["quantizer"], {"seeds": 0, "reached_within": 0,
-                                                  "final_at_threshold": 0})
+                                                  "final_at_threshold": 0, "held_last": 0,
+                                                  "held_window": 0})
         entry["seeds"] += 1
         hit = row["first_hit_actor_steps"]
         entry["reached_within"] += int(hit is not None and hit <= within_steps)
         entry["final_at_threshold"] += int(row["final_return"] >= threshold)
+        entry["held_last"] += row.get("held_last", 0)
+        entry["held_window"] += row.get("held_window", 0)
     return out
 
 
@@ -105,8 +147,9 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
         f"Machine: {machine_name()}",
         "",
         "| quantizer | seed | first >= threshold: actor steps | learner steps | wall s "
-        "| final return | best return (at step) | wall s total |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"| final return | best return (at step) | last {HELD_WINDOW} evals >= threshold "
+        "| fp32 >= threshold, deployed below | late policy drift | wall s total |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         hit = r["first_hit_actor_steps"]
@@ -115,15 +158,23 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
         else:
             reached = (f"{hit:,} | {r['first_hit_learner_steps']:,} | "
                        f"{r['first_hit_wall_s']:.0f}")
+        below = r.get("deployed_below_fp32_at")
+        below = "-" if below is None else f"{below} / {r['evaluations']}"
+        drift = r.get("late_policy_drift")
+        drift = "-" if drift is None else f"{drift:.4f}"
         lines.append(
             f"| {r['quantizer']} | {r['seed']} | {reached} | "
             f"{r['final_return']:.1f} | {r['best_return']:.1f} ({r['best_actor_steps']:,}) | "
+            f"{r.get('held_last', 0)} / {r.get('held_window', 0)} | {below} | {drift} | "
             f"{r['wall_time_s']:.0f} |")
-    lines += ["", "| quantizer | seeds | reached within budget | final >= threshold |",
-              "|---|---:|---:|---:|"]
+    lines += ["", "| quantizer | seeds | reached within budget | final >= threshold "
+              f"| last {HELD_WINDOW} evals >= threshold |", "|---|---:|---:|---:|---:|"]
     for spec, t in totals.items():
         lines.append(f"| {spec} | {t['seeds']} | {t['reached_within']} | "
-                     f"{t['final_at_threshold']} |")
+                     f"{t['final_at_threshold']} | {t['held_last']} / {t['held_window']} |")
+    lines += ["", "Late policy drift: the mean over the second half of `learner.jsonl` of the "
+              "deployed precision's online drift from the learner's fp32 policy (DQN: greedy "
+              "disagreement on the fixed replay batch; D4PG/SAC: action distance)."]
     return "\n".join(lines) + "\n"
 
 

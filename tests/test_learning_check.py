@@ -1,0 +1,53 @@
+"""experiments.learning_check: what a learning run's row says, from logs written by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from experiments import learning_check
+
+
+def write_run(root: Path, quantizer: str, returns: list[tuple[float, float]],
+              drift: list[float]) -> Path:
+    run = root / f"{quantizer}_seed0"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps(
+        {"quantizer": quantizer, "seed": 0, "eval_episodes": 10}))
+    (run / "summary.json").write_text(json.dumps({"learner_steps": 900, "wall_time_s": 12.0}))
+    rows = []
+    for i, (deployed, fp32) in enumerate(returns):
+        row = {"actor_steps": 1000 * i, "learner_steps": 100 * i, "wall_time_s": float(i),
+               "eval_return": deployed}
+        if quantizer != "fp32":
+            row["eval_return_fp32"] = fp32
+        rows.append(row)
+    (run / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    key = ("policy_drift_disagreement/" + quantizer)
+    (run / "learner.jsonl").write_text("".join(
+        json.dumps({"actor_steps": i, key: d}) + "\n" for i, d in enumerate(drift)))
+    return run
+
+
+def test_a_run_row_counts_holds_precision_losses_and_late_drift(tmp_path):
+    returns = [(20, 20), (500, 500), (200, 500), (480, 490), (500, 500), (300, 310), (500, 500)]
+    run = write_run(tmp_path, "int8", returns, drift=[0.5, 0.4, 0.1, 0.3])
+    row = learning_check.summarize_run(run, threshold=475)
+    assert row["first_hit_actor_steps"] == 1000 and row["final_return"] == 500
+    # The last 5 evaluations: 200, 480, 500, 300, 500 -> three at or above 475.
+    assert (row["held_last"], row["held_window"]) == (3, 5)
+    # Only the evaluation at 2,000 steps had fp32 at the target and the package below it.
+    assert row["deployed_below_fp32_at"] == 1 and row["evaluations"] == 7
+    assert row["late_policy_drift"] == (0.1 + 0.3) / 2
+    totals = learning_check.summarize([row, row], threshold=475, within_steps=1000)
+    assert totals["int8"] == {"seeds": 2, "reached_within": 2, "final_at_threshold": 2,
+                              "held_last": 6, "held_window": 10}
+    text = learning_check.markdown([row], totals, 475, 1000, "cmd")
+    assert "| 3 / 5 | 1 / 7 | 0.2000 |" in text
+
+
+def test_fp32_actors_have_no_precision_loss_column(tmp_path):
+    run = write_run(tmp_path, "fp32", [(10, 0), (480, 0)], drift=[])
+    row = learning_check.summarize_run(run, threshold=475)
+    assert row["deployed_below_fp32_at"] is None and row["late_policy_drift"] is None
+    assert (row["held_last"], row["held_window"]) == (1, 2)
