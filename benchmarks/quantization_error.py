@@ -1,12 +1,17 @@
-"""Package size and output error of every quantizer on the paper policy.
+"""Package size, output error and publish cost of every quantizer on the paper policy.
 
     python -m benchmarks.quantization_error [--obs=24 --act=6 --hidden=2048,2048,2048]
 
 Random-init policy (the error of a trained policy is in the PTQ study), 256 Gaussian observations.
-Error is the max/mean absolute difference of the tanh actions vs the fp32 network.
+Error is the max/mean absolute difference of the tanh actions vs the fp32 network. Publish cost is
+what the learner pays per published version: quantize and serialize, the fastest of
+``--repeats``, printed as a ratio to int8's in the same run. Quantizers that calibrate (GPTQ) get
+the same 256 observations, as the learner hands them its fixed replay batch.
 """
 
 from __future__ import annotations
+
+import time
 
 import jax
 import numpy as np
@@ -20,7 +25,19 @@ _ACT = flags.DEFINE_integer("act", 6, "Action size (walker: 6).")
 _HIDDEN = flags.DEFINE_list("hidden", ["2048", "2048", "2048"], "Hidden sizes.")
 _SPECS = flags.DEFINE_list(
     "quantizers", ["fp32", "fp16", "bf16", "int8", "int8_p999", "int7", "int6", "int5", "int4",
-                   "int3", "int2"], "Quantizer specs.")
+                   "int3", "int2", "uact_int8", "gptq_uact_int8", "gptq_uact_int4"],
+    "Quantizer specs.")
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed publishes per quantizer (fastest kept).")
+
+
+def publish_seconds(quantizer, params, network, repeats: int) -> tuple[bytes, float]:
+    """The package bytes and the fastest quantize + serialize time of ``repeats``."""
+    best = float("inf")
+    for version in range(repeats):
+        start = time.perf_counter()
+        data = quantizer.quantize(params, network, version).to_bytes()
+        best = min(best, time.perf_counter() - start)
+    return data, best
 
 
 def main(argv: list[str]) -> None:
@@ -29,17 +46,24 @@ def main(argv: list[str]) -> None:
     params = network.init(jax.random.key(0), np.zeros((1, _OBS.value), np.float32))
     obs = np.random.default_rng(0).normal(size=(256, _OBS.value)).astype(np.float32)
     reference = np.asarray(network.apply(params, obs))
-    fp32_bytes = None
-    print("| quantizer | package bytes | fp32 / this | max abs action error | mean abs error |")
-    print("|---|---:|---:|---:|---:|")
-    for spec in _SPECS.value:
-        data = q.make_quantizer(spec).quantize(params, network, 0).to_bytes()
-        fp32_bytes = fp32_bytes or len(data)
+    rows = []
+    for spec in dict.fromkeys(["int8", *_SPECS.value]):  # int8 first: the ratios' base
+        quantizer = q.make_quantizer(spec)
+        if hasattr(quantizer, "with_calibration"):
+            quantizer = quantizer.with_calibration(obs)
+        data, seconds = publish_seconds(quantizer, params, network, _REPEATS.value)
         out = q.make_reference_forward(q.PolicyPackage.from_bytes(data))(obs)
-        err = np.abs(out - reference)
-        print(f"| {spec} | {len(data):,} | {fp32_bytes / len(data):.2f} | {err.max():.2e} "
-              f"| {err.mean():.2e} |")
-
+        rows.append((spec, len(data), np.abs(out - reference), seconds))
+    fp32_bytes = 4 * sum(np.size(leaf) for leaf in jax.tree.leaves(params))
+    int8_seconds = rows[0][3]
+    print("| quantizer | package bytes | fp32 params / this | max abs action error "
+          "| mean abs error | publish ms | publish / int8 |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for spec, size, err, seconds in rows:
+        if spec not in _SPECS.value:
+            continue
+        print(f"| {spec} | {size:,} | {fp32_bytes / size:.2f} | {err.max():.2e} "
+              f"| {err.mean():.2e} | {seconds * 1e3:.0f} | {seconds / int8_seconds:.1f}x |")
 
 if __name__ == "__main__":
     app.run(main)
