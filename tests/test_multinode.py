@@ -45,11 +45,19 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.2)
 
 
+# Ray processes die when the GCS has not answered for this many seconds (Ray's default: 60). Pinned
+# to one busy core (tests/stress.sh) three simulated nodes, a driver and its actors can starve the
+# GCS that long: the learner-loss test's driver died of it once ("Failed to connect to GCS within
+# 60 seconds"). Every process of the cluster and the driver inherit this from the environment.
+GCS_RECONNECT_TIMEOUT_S = "600"
+
+
 @pytest.fixture
-def cluster():
+def cluster(monkeypatch):
     """A head (no actor resource) and two worker nodes offering 2 actor slots each."""
     from ray.cluster_utils import Cluster
 
+    monkeypatch.setenv("RAY_gcs_rpc_server_reconnect_timeout_s", GCS_RECONNECT_TIMEOUT_S)
     if ray.is_initialized():
         ray.shutdown()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
