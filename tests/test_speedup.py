@@ -445,3 +445,39 @@ def test_a_mixed_precision_fleet_is_its_own_group(tmp_path: Path) -> None:
     config["actor_quantizers"] = "int8,int8"
     (fleet / "config.json").write_text(json.dumps(config))
     assert load_run(fleet).quantizer == "int8"
+
+
+def test_curves_plot_the_fp32_scored_policy_of_quantized_runs(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    """The learning curves show both evaluations: the deployed package and, dotted, the learner's
+    own fp32 policy of the same versions, so a reader can tell data from deployment."""
+    from actorq.analysis.plots import plot_curves
+    from actorq.analysis.speedup import smoothed_mean_fp32_curve
+
+    fp32 = make_run(tmp_path, "fp32_s0", "fp32", 0, 50.0)
+    run_dir = write_run(tmp_path, "int8_s0", quantizer="int8", seed=0, wall=WALL,
+                        returns=step_returns(WALL, 80.0))
+    rows = [json.loads(line) for line in (run_dir / "eval.jsonl").read_text().splitlines()]
+    for row, fp32_score in zip(rows, step_returns(WALL, 40.0, high=90.0), strict=True):
+        row["eval_return_fp32"] = fp32_score
+    (run_dir / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    int8 = load_run(run_dir)
+    assert int8.eval_return_fp32 is not None and fp32.eval_return_fp32 is None
+    curve = smoothed_mean_fp32_curve([int8], axis="wall_time_s", window=1)
+    assert curve is not None and curve.mean[-1] == 90.0 and curve.mean[0] == 0.0
+    assert smoothed_mean_fp32_curve([int8, fp32]) is None  # only when every run has it
+
+    labels: list[str] = []
+    import matplotlib.axes
+
+    original = matplotlib.axes.Axes.plot
+
+    def recording_plot(self, *args, **kwargs):
+        labels.append(kwargs.get("label", ""))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", recording_plot)
+    paths = plot_curves({("dqn", "cartpole"): {"fp32": [fp32], "int8": [int8]}}, tmp_path / "p")
+    assert len(paths) == 2 and all(p.stat().st_size > 0 for p in paths)
+    assert labels.count("int8 runs, fp32-scored policy") == 2  # one per axis, none for fp32
+    assert not any(label.startswith("fp32 runs") for label in labels)

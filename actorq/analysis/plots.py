@@ -18,6 +18,7 @@ from actorq.analysis.speedup import (
     Axis,
     RunRecord,
     smoothed_mean_curve,
+    smoothed_mean_fp32_curve,
     target_return,
 )
 
@@ -78,6 +79,11 @@ def plot_curves(
                 ax.fill_between(
                     curve.x, curve.low, curve.high, color=line.get_color(), alpha=0.2, lw=0
                 )
+                fp32 = None if precision == baseline else smoothed_mean_fp32_curve(
+                    runs, axis=axis, window=window)
+                if fp32 is not None:  # the learner's own policy: did int8 hurt data or deployment?
+                    ax.plot(fp32.x, fp32.mean, color=line.get_color(), linestyle=":",
+                            label=f"{precision} runs, fp32-scored policy")
             if threshold is not None:
                 ax.axhline(
                     threshold,

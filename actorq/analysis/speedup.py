@@ -97,6 +97,9 @@ class RunRecord:
     learner_steps: np.ndarray
     eval_return: np.ndarray
     energy: Mapping[str, Any] | None = None
+    # The learner's own fp32 policy of the same versions (``eval_return_fp32``), where every
+    # evaluation of the run scored it; None otherwise.
+    eval_return_fp32: np.ndarray | None = None
 
     def curve(self, axis: Axis = "wall_time_s") -> Curve:
         """Returns the eval-return curve against ``axis`` ('wall_time_s' or 'actor_steps')."""
@@ -209,6 +212,8 @@ def load_run(run_dir: str | Path) -> RunRecord:
         learner_steps=np.array([r.get("learner_steps", math.nan) for r in evals], dtype=np.float64),
         eval_return=np.array([r["eval_return"] for r in evals], dtype=np.float64),
         energy=energy,
+        eval_return_fp32=(np.array([r["eval_return_fp32"] for r in evals], dtype=np.float64)
+                          if evals and all("eval_return_fp32" in r for r in evals) else None),
     )
 
 
@@ -303,6 +308,18 @@ def smoothed_mean_curve(
     _check_axis(axis)
     curves = [Curve(x=r.curve(axis).x, y=smooth(r.eval_return, window)) for r in runs]
     return mean_curve(curves)
+
+
+def smoothed_mean_fp32_curve(
+    runs: Sequence[RunRecord], axis: Axis = "actor_steps", window: int = 10
+) -> MeanCurve | None:
+    """The same for the runs' fp32-scored policy (``eval_return_fp32``); None unless every run
+    has it."""
+    _check_axis(axis)
+    if not runs or any(r.eval_return_fp32 is None for r in runs):
+        return None
+    return mean_curve([Curve(x=r.curve(axis).x, y=smooth(r.eval_return_fp32, window))
+                       for r in runs])
 
 
 def threshold_from_curve(y: Sequence[float] | np.ndarray, fraction: float = 0.95) -> float:
