@@ -65,5 +65,6 @@ def main(argv: list[str]) -> None:
         print(f"| {spec} | {size:,} | {fp32_bytes / size:.2f} | {err.max():.2e} "
               f"| {err.mean():.2e} | {seconds * 1e3:.0f} | {seconds / int8_seconds:.1f}x |")
 
+
 if __name__ == "__main__":
     app.run(main)

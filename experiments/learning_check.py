@@ -80,7 +80,6 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
     best = max(evals, key=lambda row: float(row["eval_return"]))
     last = evals[-HELD_WINDOW:]
     quantizer = config["quantizer"]
-    fp32_evals = [] if quantizer == "fp32" else evals
     return {
         "run_dir": str(run_dir),
         "quantizer": config["quantizer"],
@@ -97,7 +96,8 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
         "eval_episodes": int(config["eval_episodes"]),
         "held_last": sum(float(r["eval_return"]) >= threshold for r in last),
         "held_window": len(last),
-        "deployed_below_fp32_at": deployed_below_fp32_at(fp32_evals, threshold),
+        "deployed_below_fp32_at": (None if quantizer == "fp32"
+                                   else deployed_below_fp32_at(evals, threshold)),
         "evaluations": len(evals),
         "late_policy_drift": late_policy_drift(run_dir, quantizer),
     }
