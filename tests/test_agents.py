@@ -11,7 +11,7 @@ import rlax
 from actorq.agents.d4pg import D4PGConfig, D4PGLearner, d4pg_losses
 from actorq.agents.d4pg.acting import actor_sigma, gaussian_exploration
 from actorq.agents.d4pg.networks import make_networks as make_d4pg_networks
-from actorq.agents.dqn import DQNConfig, double_q_loss
+from actorq.agents.dqn import DQNConfig, q_loss
 from actorq.agents.dqn.acting import actor_epsilon, epsilon_greedy
 from actorq.agents.registry import agent_config
 from configs import d4pg_actorq, dqn_actorq
@@ -52,7 +52,7 @@ def test_d4pg_critic_loss_is_cross_entropy_to_projected_target():
     np.testing.assert_allclose(critic_loss, expected, rtol=1e-5)
 
 
-def test_double_q_loss_hand_computed():
+def test_q_loss_hand_computed_double_and_vanilla():
     # Online Q picks action 1 at s_t; the target net values it at 3.0.
     q_values = {"obs": jnp.array([[1.0, 2.0]]), "next": jnp.array([[0.0, 5.0]])}
     target_values = jnp.array([[4.0, 3.0]])
@@ -67,12 +67,19 @@ def test_double_q_loss_hand_computed():
         "discount": jnp.array([0.5]),
         "next_observation": jnp.ones((1, 1)),
     }
-    loss, td_abs = double_q_loss(
+    loss, td_abs = q_loss(
         q_apply, lambda p, x: target_values, 1.0, None, None, batch, jnp.ones(1)
     )
     # target = 1 + 0.5 * 3 = 2.5; q(s, a=0) = 1 -> td = 1.5; Huber(1.5, delta 1) = 1.0.
     np.testing.assert_allclose(td_abs, [1.5])
     np.testing.assert_allclose(loss, 1.0)
+    # Vanilla DQN bootstraps from the target net's max (4.0): target 1 + 0.5 * 4 = 3 -> td 2.0,
+    # Huber(2.0, delta 1) = 1.5.
+    loss, td_abs = q_loss(
+        q_apply, lambda p, x: target_values, 1.0, None, None, batch, jnp.ones(1), double_q=False
+    )
+    np.testing.assert_allclose(td_abs, [2.0])
+    np.testing.assert_allclose(loss, 1.5)
 
 
 def test_d4pg_learner_fits_a_fixed_batch_and_runs_several_sgd_steps_per_call():

@@ -33,6 +33,9 @@ class DQNConfig:
     target_update_period: int = 100
     sgd_steps_per_call: int = 1
     huber_delta: float = 1.0
+    # Double Q-learning targets (van Hasselt et al.); False: the target network's max, as in
+    # SB3's DQN (its overestimation is what explores MountainCar: configs/dqn_actorq.py).
+    double_q: bool = True
     max_gradient_norm: float = 10.0
     adam_epsilon: float = 1e-8
     # Epsilon-greedy: linear decay from epsilon_start to the actor's final epsilon over

@@ -1,4 +1,4 @@
-"""DQN learner: double Q-learning with a Huber loss (rlax), n-step targets, optional PER.
+"""DQN learner: (double) Q-learning with a Huber loss (rlax), n-step targets, optional PER.
 
 ``sgd_steps_per_call`` SGD steps run inside one jitted ``lax.scan``. ``config.precision`` fp16 or
 bf16 trains in that dtype throughout (parameters, activations, gradients, optimizer state) with
@@ -41,7 +41,7 @@ class TrainingState(NamedTuple):
     steps: jax.Array
 
 
-def double_q_loss(
+def q_loss(
     q_apply: Callable,
     target_apply: Callable,
     huber_delta: float,
@@ -49,20 +49,24 @@ def double_q_loss(
     target_params: Any,
     batch: dict[str, jax.Array],
     weights: jax.Array,
+    double_q: bool = True,
 ) -> tuple[jax.Array, jax.Array]:
-    """Importance-weighted Huber double-Q loss; returns (loss, |td error| per item) (pure)."""
+    """Importance-weighted Huber Q-learning loss; returns (loss, |td error| per item) (pure).
+
+    ``double_q``: the online network picks the bootstrap action and the target network scores
+    it (van Hasselt et al.); off: the target network's max, as in the original DQN.
+    """
     q_tm1 = q_apply(params, batch["observation"])
     q_t_value = target_apply(target_params, batch["next_observation"])
-    q_t_selector = q_apply(params, batch["next_observation"])
+    action = batch["action"].astype(jnp.int32)
     # The adder's discount already holds gamma^m times the env discounts.
-    td = jax.vmap(rlax.double_q_learning)(
-        q_tm1,
-        batch["action"].astype(jnp.int32),
-        batch["reward"],
-        batch["discount"],
-        q_t_value,
-        q_t_selector,
-    )
+    if double_q:
+        q_t_selector = q_apply(params, batch["next_observation"])
+        td = jax.vmap(rlax.double_q_learning)(
+            q_tm1, action, batch["reward"], batch["discount"], q_t_value, q_t_selector)
+    else:
+        td = jax.vmap(rlax.q_learning)(
+            q_tm1, action, batch["reward"], batch["discount"], q_t_value)
     loss = jnp.mean(weights * rlax.huber_loss(td, huber_delta))
     return loss, jnp.abs(td)
 
@@ -134,8 +138,8 @@ class DQNLearner:
             batch, w = inputs
 
             def loss_fn(p):
-                return double_q_loss(q_network.apply, target_apply, self._config.huber_delta,
-                                     p, state.target_params, batch, w)
+                return q_loss(q_network.apply, target_apply, self._config.huber_delta,
+                              p, state.target_params, batch, w, self._config.double_q)
 
             if self._lowp:
                 loss, td_abs, grads = value_and_scaled_grad(
