@@ -138,6 +138,12 @@ def test_run_rows_variants_and_report(tmp_path):
     assert naive["within_5pct_of_fp32"] is False and naive["best_mean"] == 310
     assert bf16["diverged"] == 1 and bf16["within_5pct_of_fp32"] is False
     assert bf16["rel_to_fp32"] == pytest.approx(200 / 850 - 1)
+    # Within 5% means not more than 5% below: above fp32 counts, 6% below does not.
+    for finals, expected in (([950, 920], True), ([800, 797], False), ([810, 810], True)):
+        extra = [{**rows[0], "name": "probe", "seed": i, "final_return": f, "best_return": f}
+                 for i, f in enumerate(finals)]
+        probe = lowp_study.summarize_variants([*rows[:2], *extra])["probe"]
+        assert probe["within_5pct_of_fp32"] is expected, (finals, probe["rel_to_fp32"])
 
     ablation = [lowp_study.summarize_run(
         _fake_run(tmp_path / "ablation", name, "fp16", fixes, 0, [300, 600 + i], steps=2000),
