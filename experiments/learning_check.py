@@ -25,7 +25,7 @@ from typing import Any
 from absl import app, flags
 from ml_collections import config_flags
 
-from actorq.metrics.loggers import read_jsonl
+from actorq.metrics.loggers import read_jsonl, surviving_rows
 
 
 def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
@@ -70,7 +70,7 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
     """One run's row: first evaluation at/above ``threshold``, final and best evaluation, how
     many of the last ``HELD_WINDOW`` evaluations held it, what precision alone cost, and the
     late policy drift."""
-    evals = read_jsonl(run_dir / "eval.jsonl")
+    evals = surviving_rows(read_jsonl(run_dir / "eval.jsonl"))
     if not evals:
         raise ValueError(f"{run_dir} has no evaluations (eval.jsonl is empty)")
     config = json.loads((run_dir / "config.json").read_text())

@@ -43,7 +43,7 @@ import numpy as np
 from absl import app, flags, logging
 
 from actorq.agents.sac.config import FIX_NAMES, PRECISIONS
-from actorq.metrics.loggers import read_jsonl
+from actorq.metrics.loggers import read_jsonl, surviving_rows
 
 FAILURE_FILE = "failure.json"
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
@@ -188,7 +188,8 @@ def summarize_run(run_dir: str | Path, name: str) -> dict[str, Any]:
     """
     path = Path(run_dir)
     config = json.loads((path / "config.json").read_text())
-    evals = read_jsonl(path / "eval.jsonl") if (path / "eval.jsonl").is_file() else []
+    evals = (surviving_rows(read_jsonl(path / "eval.jsonl"))
+             if (path / "eval.jsonl").is_file() else [])
     learner = read_jsonl(path / "learner.jsonl") if (path / "learner.jsonl").is_file() else []
     summary_path = path / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None

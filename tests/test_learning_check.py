@@ -51,3 +51,19 @@ def test_fp32_actors_have_no_precision_loss_column(tmp_path):
     row = learning_check.summarize_run(run, threshold=475)
     assert row["deployed_below_fp32_at"] is None and row["late_policy_drift"] is None
     assert (row["held_last"], row["held_window"]) == (1, 2)
+
+
+def test_a_resumed_run_counts_each_evaluation_once(tmp_path):
+    # Killed after logging 3,000 and 4,000 past its 2,000-step checkpoint, then resumed: the
+    # lost branch's rows (200 at 3,000, 100 at 4,000) must not count.
+    run = write_run(tmp_path, "int8", [(20, 20), (500, 500), (500, 500)], drift=[])
+    lost = [{"actor_steps": 3000, "eval_return": 200, "eval_return_fp32": 500},
+            {"actor_steps": 4000, "eval_return": 100, "eval_return_fp32": 500}]
+    resumed = [{"actor_steps": 3000, "eval_return": 490, "eval_return_fp32": 500},
+               {"actor_steps": 4000, "eval_return": 480, "eval_return_fp32": 480}]
+    with (run / "eval.jsonl").open("a") as f:
+        for r in lost + resumed:
+            f.write(json.dumps({"learner_steps": 0, "wall_time_s": 0.0, **r}) + "\n")
+    row = learning_check.summarize_run(run, threshold=475)
+    assert row["evaluations"] == 5 and row["held_last"] == 4
+    assert row["deployed_below_fp32_at"] == 0

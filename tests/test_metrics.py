@@ -26,6 +26,7 @@ from actorq.metrics.loggers import (
     TerminalLogger,
     make_logger,
     read_jsonl,
+    surviving_rows,
     to_python_scalar,
 )
 from actorq.metrics.progress import Progress
@@ -96,6 +97,15 @@ def test_jsonl_resume_after_crash_isolates_torn_line(tmp_path: Path) -> None:
     with JSONLLogger(path) as logger:
         logger.write({"step": 3})
     assert read_jsonl(path) == [{"step": 1}, {"step": 3}]
+
+
+def test_surviving_rows_drops_the_branch_a_resume_replaced() -> None:
+    steps = [0, 10, 20, 30, 40, 20, 30, 50, 30, 40]  # resumed from 10, then again from 20
+    rows = [{"actor_steps": s, "i": i} for i, s in enumerate(steps)]
+    kept = surviving_rows(rows)
+    assert [r["actor_steps"] for r in kept] == [0, 10, 20, 30, 40]
+    assert [r["i"] for r in kept] == [0, 1, 5, 8, 9]
+    assert surviving_rows([]) == []
 
 
 def test_csv_logger_widens_header_when_new_keys_appear(tmp_path: Path) -> None:

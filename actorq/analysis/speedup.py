@@ -39,6 +39,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 from absl import logging
 
+from actorq.metrics.loggers import surviving_rows
+
 Axis = Literal["wall_time_s", "actor_steps"]
 AXES: tuple[str, ...] = get_args(Axis)
 
@@ -161,7 +163,7 @@ def _read_evals(path: Path) -> list[dict[str, Any]]:
         records.append(obj)
     if not records:
         raise RunFormatError(f"no evaluations in {path}")
-    return records
+    return surviving_rows(records)
 
 
 def run_label(config: dict[str, Any]) -> str:

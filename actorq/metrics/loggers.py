@@ -152,6 +152,23 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return rows
 
 
+def surviving_rows(rows: Iterable[Mapping[str, Any]],
+                   key: str = "actor_steps") -> list[dict[str, Any]]:
+    """The rows of the timeline that a resumed run continued.
+
+    A run killed after its last checkpoint has logged rows past it; resumed, it logs those steps
+    again from the checkpoint's state. When ``key`` steps back, the earlier rows at or beyond that
+    step belong to the lost branch and are dropped, so every step appears once, in order.
+    """
+    kept: list[dict[str, Any]] = []
+    for row in rows:
+        step = row[key]
+        while kept and kept[-1][key] >= step:
+            kept.pop()
+        kept.append(dict(row))
+    return kept
+
+
 class CSVLogger(_ContextLogger):
     """Writes rows to a CSV file whose columns are the union of all keys seen.
 
