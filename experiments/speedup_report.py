@@ -39,6 +39,10 @@ from launchpad_programs.run_directory import config_to_dict
 RunStatus = Literal["missing", "finished", "partial"]
 # Fields that may differ between a requested config and a reusable run (where it lives).
 _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
+# Fields added after runs were saved, with the value that reproduces the code from before them:
+# a saved run lacking one matches a request for that value (so adding a switch, off by
+# default, does not orphan every stored run).
+_ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0}
 
 
 class RunInterrupted(RuntimeError):
@@ -75,6 +79,9 @@ def config_differences(config: ml_collections.ConfigDict, run_dir: str | Path) -
     """Dotted config fields whose value differs from the run's saved ``config.json``."""
     saved = _flatten(json.loads((Path(run_dir) / "config.json").read_text()))
     wanted = _flatten(config_to_dict(config))
+    for key, off in _ADDED_FIELDS_OFF.items():
+        if key in wanted:
+            saved.setdefault(key, off)
     keys = (set(saved) | set(wanted)) - _IGNORED_CONFIG_KEYS
     return sorted(k for k in keys if saved.get(k, "<absent>") != wanted.get(k, "<absent>"))
 

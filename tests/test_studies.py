@@ -216,6 +216,16 @@ def test_run_or_load_refuses_mismatched_or_unreusable_runs(trained_run: Path) ->
         speedup_report.run_or_load(config, trained_run)
 
 
+def test_a_run_saved_before_a_field_was_added_matches_only_its_off_value(tmp_path: Path) -> None:
+    config = dqn_actorq.get_config("cartpole_small")
+    saved = config.to_dict()
+    del saved["learner"]["target_update_tau"]  # a run from before Polyak targets existed
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert speedup_report.config_differences(config, tmp_path) == []
+    config.learner.target_update_tau = 0.005
+    assert speedup_report.config_differences(config, tmp_path) == ["learner.target_update_tau"]
+
+
 # QAT sweep.
 
 

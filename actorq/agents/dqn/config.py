@@ -31,6 +31,9 @@ class DQNConfig:
     learning_rate_decay_steps: int = 0
     batch_size: int = 256
     target_update_period: int = 100
+    # > 0: a Polyak-averaged target network (target += tau * (online - target) every SGD step)
+    # instead of the periodic copy every target_update_period steps.
+    target_update_tau: float = 0.0
     sgd_steps_per_call: int = 1
     huber_delta: float = 1.0
     # Double Q-learning targets (van Hasselt et al.); False: the target network's max, as in
@@ -64,6 +67,8 @@ class DQNConfig:
                                 self.loss_scale_increase_every)
         if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
             raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
+        if not 0 <= self.target_update_tau <= 1:
+            raise ValueError(f"target_update_tau must be in [0, 1]; got {self.target_update_tau}")
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:
             raise ValueError("need 0 <= epsilon_min <= epsilon_max <= 1")
         if self.learning_rate_decay_steps < 0:

@@ -152,9 +152,12 @@ class DQNLearner:
                                                             state.params)
                 params = optax.apply_updates(state.params, updates)
             steps = state.steps + 1
-            target = optax.periodic_update(
-                params, state.target_params, steps, self._config.target_update_period
-            )
+            if self._config.target_update_tau > 0:
+                target = optax.incremental_update(
+                    params, state.target_params, self._config.target_update_tau)
+            else:
+                target = optax.periodic_update(
+                    params, state.target_params, steps, self._config.target_update_period)
             return TrainingState(params, target, opt_state, steps), (loss, td_abs)
 
         state, (losses, td_abs) = jax.lax.scan(one_step, state, (batches, weights))
