@@ -31,8 +31,8 @@ SMALL = ("cartpole_small", "acrobot_small", "mountaincar_small")
 #   learning_starts -> replay.min_size (at least the batch).
 #   exploration_fraction * n_timesteps, exploration_final_eps -> epsilon_decay_steps, epsilon_min
 #     (actor i of N ends between epsilon_min and epsilon_max).
-#   Adam epsilon 1e-8 as in the zoo (CartPole: 3.125e-4, measured below); gradient clipping 10 (SB3's max_grad_norm); 3-step
-#     double-Q targets where the zoo has 1-step DQN.
+#   Adam epsilon 1e-8 as in the zoo (CartPole: 3.125e-4, measured below); gradient clipping 10
+#     (SB3's max_grad_norm); 3-step double-Q targets where the zoo has 1-step DQN.
 _SMALL: dict[str, dict[str, Any]] = {
     # Zoo: 5e4 steps, lr 2.3e-3, batch 64, train_freq 256 / gradient_steps 128, target 10,
     # learning_starts 1000, exploration 0.16 -> 0.04. Measured here (seed 0, 50k steps): the
