@@ -169,7 +169,7 @@ def test_dqn_learning_rate_decays_linearly_to_its_final_value():
         DQNConfig(learning_rate_final=1e-4, learning_rate_decay_steps=10, precision="fp16")
 
 
-def _dqn_learner_after_steps(tau: float, period: int, calls: int):
+def _dqn_learner_after_one_step(tau: float, period: int):
     from actorq.agents.dqn.learning import DQNLearner
     from actorq.agents.dqn.networks import make_networks as make_dqn_networks
 
@@ -187,13 +187,12 @@ def _dqn_learner_after_steps(tau: float, period: int, calls: int):
 
     learner = DQNLearner(make_dqn_networks(config, 3, 2), config, batches(), seed=0)
     initial = learner.state()["params"]
-    for _ in range(calls):
-        learner.step()
+    learner.step()
     return initial, learner.state()
 
 
 def test_dqn_polyak_target_moves_tau_of_the_way_each_step():
-    initial, state = _dqn_learner_after_steps(tau=0.25, period=100, calls=1)
+    initial, state = _dqn_learner_after_one_step(tau=0.25, period=100)
     moved = jax.tree.map(lambda p, t: float(np.abs(p - t).max()), state["params"], initial)
     assert min(jax.tree.leaves(moved)) > 0  # the online network took a step
     # One SGD step: target = 0.25 * online + 0.75 * initial (the target starts as the online).
@@ -201,7 +200,7 @@ def test_dqn_polyak_target_moves_tau_of_the_way_each_step():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
                  state["target_params"], expected)
     # The periodic copy leaves the target alone until its period.
-    initial, state = _dqn_learner_after_steps(tau=0.0, period=100, calls=1)
+    initial, state = _dqn_learner_after_one_step(tau=0.0, period=100)
     jax.tree.map(np.testing.assert_array_equal, state["target_params"], initial)
     with pytest.raises(ValueError, match="target_update_tau"):
         DQNConfig(target_update_tau=1.5)
