@@ -1,7 +1,8 @@
-"""Package attributes that import their module on first access (PEP 562).
+"""The one lazy-import mechanism: names that import their module on first access (PEP 562).
 
-Actor processes import ``actorq.quantization``, ``actorq.networks`` and the agent packages for a
-few light names; the heavy ones (JAX, Flax, AQT behind them) load only when someone asks.
+Actor processes import ``actorq.quantization``, ``actorq.networks``, the agent packages and the
+runtime table for a few light names; the heavy ones (JAX, Flax, AQT, ONNX Runtime, codecarbon
+behind them) load only when someone asks.
 """
 
 from __future__ import annotations
@@ -11,6 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
+def import_attribute(module: str, name: str) -> Any:
+    """``module.name``, importing ``module`` now (for tables that name what they load later)."""
+    return getattr(importlib.import_module(module), name)
+
+
 def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
     """A module ``__getattr__`` serving ``exports`` (attribute name -> defining module)."""
 
@@ -18,6 +24,6 @@ def lazy_getattr(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        return import_attribute(module, name)
 
     return __getattr__

@@ -219,7 +219,7 @@ def measure(config: Any, republish_every_s: float,
         "peak_rss_mib": float(report["peak_rss_mib"]),
         "parent_peak_rss_mib": peak_rss_mib(),  # this process: JAX and the learner's network
         "imports_jax": bool(report.get("imports_jax")),
-        "envs_per_actor": int(config.get("envs_per_actor", 1)),
+        "envs_per_actor": int(config.envs_per_actor),
         "transitions_sent": transitions,
     }
 

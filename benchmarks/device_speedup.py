@@ -12,7 +12,7 @@ then int8 actors, in the paper's setting: the learner on ``--learner_device`` (d
 ``replay.rate_limiter=none`` (actors never blocked) with ``replay.max_times_sampled=16``, one seed.
 Then it prints one Table 4 row per task (target return = 95% of fp32's best smoothed evaluation
 return; time of fp32 and of int8 to reach it; speedup; energy ratio), computed by
-``actorq.analysis`` through ``experiments.speedup_report.write_speedup_report``, and writes to
+``actorq.analysis.report.write_speedup_report``, and writes to
 ``--out_dir``: ``device_speedup.md`` / ``device_speedup.json`` (this table, the settings and one
 record per run), ``speedup.md`` / ``speedup.json`` and plots (the full analysis report), the runs
 under ``<agent>_<task>/<quantizer>_seed<seed>/``, and ``device_speedup_logs.tar.gz`` (the runs'
@@ -461,19 +461,6 @@ def run_one(config: Any, record: RunRecord) -> None:
 # ----------------------------------------------------------------------------- report
 
 
-def json_safe(value: Any) -> Any:
-    """Strict-JSON data: non-finite floats become None (as ``actorq.analysis.report`` does)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy scalars
-        return json_safe(value.item())
-    return value
-
-
 def _fmt(value: Any, fmt: str = ".1f", missing: str = "—") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return missing
@@ -603,7 +590,7 @@ def write_reports(out_dir: Path, tasks: Sequence[Task], records: Sequence[RunRec
     analysis_rows: list[dict[str, Any]] = []
     if usable:
         try:
-            from experiments.speedup_report import write_speedup_report
+            from actorq.analysis.report import write_speedup_report
 
             write_speedup_report(usable, out_dir, fraction=FRACTION, window=WINDOW)
             analysis_rows = json.loads((out_dir / "speedup.json").read_text())["rows"]
@@ -618,6 +605,8 @@ def write_reports(out_dir: Path, tasks: Sequence[Task], records: Sequence[RunRec
         "runs": [dataclasses.asdict(r) for r in records],
         "analysis": "speedup.json" if analysis_rows else None,
     }
+    from actorq.analysis.report import json_safe
+
     (out_dir / "device_speedup.json").write_text(
         json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
     return text, rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from absl import flags, logging
 from ml_collections import config_flags
@@ -30,3 +30,23 @@ def make_main(default_config: str) -> Callable[[list[str]], None]:
         print("summary:", summary)
 
     return main
+
+
+def parse_ints(values: str | Sequence[str | int], name: str) -> list[int]:
+    """A list flag (``DEFINE_list``: ``--seeds=0,1,2``) as ``[0, 1, 2]``; ValueError naming the
+    flag for an empty list, a non-integer or a duplicate."""
+    items = values.split(",") if isinstance(values, str) else list(values)
+    out: list[int] = []
+    for item in items:
+        text = str(item).strip()
+        if not text:
+            continue
+        try:
+            out.append(int(text))
+        except ValueError:
+            raise ValueError(f"--{name}: {text!r} is not an integer") from None
+    if not out:
+        raise ValueError(f"--{name} is empty")
+    if len(set(out)) != len(out):
+        raise ValueError(f"--{name} has duplicates: {out}")
+    return out

@@ -14,9 +14,7 @@ reached the threshold within ``--within_steps`` actor steps and how many ended a
 from __future__ import annotations
 
 import json
-import platform
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +24,9 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from actorq.metrics.loggers import read_jsonl, surviving_rows
+from actorq.metrics.machine import machine_name
+from experiments.cli import parse_ints
+from launchpad_programs.study_runs import run_grid
 
 
 def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
@@ -121,21 +122,6 @@ def summarize(rows: Sequence[dict[str, Any]], threshold: float,
     return out
 
 
-def machine_name() -> str:
-    """``lscpu``'s model name and cache sizes (machines of one kind differ up to 5x in speed)."""
-    try:
-        text = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return platform.processor() or platform.machine()
-    fields = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields[key.strip()] = " ".join(value.split())
-    parts = [fields.get("Model name", "unknown CPU"), f"{fields.get('CPU(s)', '?')} cores"]
-    parts += [f"{name} {fields[name]}" for name in ("L2 cache", "L3 cache") if name in fields]
-    return ", ".join(parts)
-
-
 def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
              threshold: float, within_steps: int, command: str) -> str:
     """The ``learning.md`` report."""
@@ -180,11 +166,10 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
 
 def main(argv: list[str]) -> None:
     del argv
-    from experiments.speedup_report import run_grid
-
     config = _CONFIG.value
     out_dir = Path(_OUT_DIR.value)
-    run_dirs = run_grid(config, _QUANTIZERS.value, _SEEDS.value, out_dir, reuse=_REUSE.value)
+    run_dirs = run_grid(config, _QUANTIZERS.value, parse_ints(_SEEDS.value, "seeds"), out_dir,
+                        reuse=_REUSE.value)
     rows = [summarize_run(path, _THRESHOLD.value) for path in run_dirs]
     within = _WITHIN.value or int(config.max_actor_steps)
     totals = summarize(rows, _THRESHOLD.value, within)
@@ -199,8 +184,8 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _CONFIG = config_flags.DEFINE_config_file("config", None, "experiment config (preset)")
-    _QUANTIZERS = flags.DEFINE_string("quantizers", "fp32", "comma-separated actor precisions")
-    _SEEDS = flags.DEFINE_string("seeds", "0,1,2,3,4", "comma-separated seeds")
+    _QUANTIZERS = flags.DEFINE_list("quantizers", ["fp32"], "actor precisions")
+    _SEEDS = flags.DEFINE_list("seeds", ["0", "1", "2", "3", "4"], "seeds")
     _THRESHOLD = flags.DEFINE_float("threshold", None, "target evaluation return", required=True)
     _WITHIN = flags.DEFINE_integer("within_steps", 0,
                                    "actor-step budget for reaching it (0: max_actor_steps)")

@@ -3,7 +3,7 @@
     python -m experiments.lowp_study --config=configs/sac_actorq.py:cartpole_balance_small \\
         --seeds=0,1 --out_dir=runs/lowp_sac_cartpole_balance
 
-Runs (or reuses, or resumes: :func:`experiments.speedup_report.run_or_load`) three things, then
+Runs (or reuses, or resumes: :func:`launchpad_programs.study_runs.run_or_load`) three things, then
 writes ``lowp.md`` and ``lowp.json`` in ``--out_dir``:
 
 * the main table: each ``--variants`` learner setting x each seed at the config's full budget,
@@ -43,7 +43,11 @@ import numpy as np
 from absl import app, flags, logging
 
 from actorq.agents.sac.config import FIX_NAMES, PRECISIONS
+from actorq.analysis.report import json_safe
+from actorq.analysis.runs import config_differences, config_to_dict, run_status
 from actorq.metrics.loggers import read_jsonl, surviving_rows
+from actorq.metrics.machine import machine_name
+from experiments.cli import parse_ints
 
 FAILURE_FILE = "failure.json"
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
@@ -116,8 +120,6 @@ def ablation_settings() -> list[tuple[str, str]]:
 
 
 def _same_config(a: ml_collections.ConfigDict, b: ml_collections.ConfigDict) -> bool:
-    from launchpad_programs.run_directory import config_to_dict
-
     da, db = config_to_dict(a), config_to_dict(b)
     da.pop("run_dir", None)
     db.pop("run_dir", None)
@@ -134,12 +136,8 @@ def run_recording_failures(
     Errors about the run directory itself (a different config there, ``--noreuse``) and
     interruptions (Ctrl-C: the same command resumes) are re-raised.
     """
-    from experiments.speedup_report import (
-        RunInterrupted,
-        config_differences,
-        run_or_load,
-        run_status,
-    )
+    # Looked up at call time so that tests can stand in for the runs.
+    from launchpad_programs.study_runs import RunInterrupted, run_or_load
 
     path = Path(run_dir)
     if run_status(path) != "missing" and (path / "config.json").is_file():
@@ -565,8 +563,6 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                  reuse: bool, actorq_comparison: bool, command: str,
                  note: str = "") -> dict[str, Any]:
     """Runs (or reuses) everything and returns the report dictionary (``lowp.json``)."""
-    from experiments.learning_check import machine_name
-
     main_rows = run_main_table(config, variants, seeds, out_dir, reuse)
     ablation_rows = run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse)
     nbytes = bytes_table(config)
@@ -608,22 +604,12 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
     return report
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def write_report(report: dict[str, Any], out_dir: str | Path) -> Path:
     """Writes ``lowp.json`` and ``lowp.md`` into ``out_dir``; returns the markdown's path."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "lowp.json").write_text(
-        json.dumps(_json_safe(report), indent=2, allow_nan=False) + "\n")
+        json.dumps(json_safe(report), indent=2, allow_nan=False) + "\n")
     md = out / "lowp.md"
     md.write_text(markdown(report))
     return md
@@ -646,8 +632,6 @@ def _without_note(args: Sequence[str]) -> list[str]:
 def main(argv: list[str]) -> None:
     """Runs the study described by the flags and prints the report."""
     del argv
-    from experiments.speedup_report import parse_ints
-
     config = _CONFIG.value
     variants = parse_variants(_VARIANTS.value)
     seeds = parse_ints(_SEEDS.value, "seeds")
@@ -667,7 +651,7 @@ if __name__ == "__main__":
 
     _CONFIG = config_flags.DEFINE_config_file(
         "config", None, "SAC experiment config (e.g. configs/sac_actorq.py:cartpole_balance_small)")
-    _SEEDS = flags.DEFINE_string("seeds", "0,1", "comma-separated seeds of the main table")
+    _SEEDS = flags.DEFINE_list("seeds", ["0", "1"], "seeds of the main table")
     _ABLATION_SEED = flags.DEFINE_integer("ablation_seed", 0, "the ablation's seed")
     _ABLATION_STEPS = flags.DEFINE_integer(
         "ablation_steps", 0, "the ablation's actor-step budget (0: half of max_actor_steps)")

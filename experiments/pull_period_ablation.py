@@ -29,7 +29,9 @@ from matplotlib.figure import Figure
 from actorq.analysis.plots import precision_order, safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.report import json_safe
-from experiments.speedup_report import parse_ints, read_json_object, run_or_load
+from actorq.analysis.speedup import read_json_object
+from experiments.cli import parse_ints
+from launchpad_programs.study_runs import run_or_load
 
 COMMUNICATION: tuple[str, ...] = ("pull", "deserialize", "load")
 COMPUTATION: tuple[str, ...] = ("inference", "env")

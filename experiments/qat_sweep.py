@@ -36,7 +36,8 @@ from actorq.analysis.ptq import relative_error
 from actorq.analysis.report import json_safe
 from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
 from actorq.quantization.numerics import check_bits
-from experiments.speedup_report import parse_ints, run_or_load
+from experiments.cli import parse_ints
+from launchpad_programs.study_runs import run_or_load
 
 BASELINE = "fp32"
 DEFAULT_DELAY_FRACTION = 0.2

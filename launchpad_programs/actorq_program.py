@@ -48,17 +48,13 @@ from absl import logging
 from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 from launchpad_programs.run_directory import RunDirectory
 
-# Experience chunk size (transitions per message from an actor to replay).
-DEFAULT_CHUNK_SIZE = 64
-# Learner steps between published packages; 0 = automatic (see the module docstring).
-DEFAULT_PUBLISH_PERIOD = 0
 REPORT_EVERY_S = 1.0
 HOUSEKEEPING_EVERY_S = 0.2  # progress, checkpoints and supervision events in the learner
 
 
 def publish_policy(config: ml_collections.ConfigDict) -> str:
     """How often the learner publishes, in words."""
-    period = int(config.get("publish_period", DEFAULT_PUBLISH_PERIOD) or 0)
+    period = int(config.publish_period)
     if period > 0:
         return f"every {period} learner steps"
     return "whenever stale, at most ~10% of learner time spent quantizing (publish_period=0)"
@@ -75,7 +71,7 @@ def envs_label(config: ml_collections.ConfigDict) -> str:
 def program_actors(config: ml_collections.ConfigDict) -> int:
     """Actor nodes in the program: ``num_actors`` (one for the single launcher, which
     interleaves one actor with the learner)."""
-    if config.get("launcher", "local") == "single":
+    if config.launcher == "single":
         return 1
     return int(config.num_actors)
 
@@ -94,7 +90,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
     builder = builder if builder is not None else node_lib.make_builder_for(config)
     network = builder.policy_network
     learner_cfg = builder.config
-    chunk_size = int(config.get("chunk_size", DEFAULT_CHUNK_SIZE) or DEFAULT_CHUNK_SIZE)
+    chunk_size = int(config.chunk_size)
     precisions = node_lib.actor_quantizers(config)
     policy = (f"MLP {builder.observation_size} -> {'x'.join(map(str, network.hidden_sizes))} "
               f"-> {network.output_size}")
@@ -113,7 +109,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
                   f"Table(max_size={replay.max_size}, min_size={replay.min_size}, "
                   f"{'prioritized' if builder.uses_priorities else 'uniform'})"
                   + (f", paced at {replay.samples_per_insert:g} samples/insert (ratio rate "
-                     "limiter)" if replay.get("rate_limiter", "ratio") == "ratio"
+                     "limiter)" if replay.rate_limiter == "ratio"
                      else ", unpaced (rate limiter none)")
                   + f"; quantizes with {', '.join(node_lib.published_precisions(config))} and "
                   f"publishes {publish_policy(config)}"),
@@ -156,7 +152,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
         settings={"agent": str(config.agent), "task": str(config.task),
                   "quantizer": str(config.quantizer), "num_actors": num_actors,
                   "chunk_size": chunk_size,
-                  "publish_period": int(config.get("publish_period", 0) or 0)},
+                  "publish_period": int(config.publish_period)},
     )
 
 
@@ -361,7 +357,7 @@ class LearnerNode:
         self._max_steps = int(config.max_actor_steps)
         self._every_ckpt = int(config.checkpoint_every_steps)
         self._next_ckpt = (base_steps // self._every_ckpt + 1) * self._every_ckpt
-        self._publish_period = int(config.get("publish_period", 0) or 0)
+        self._publish_period = int(config.publish_period)
         # The single launcher interleaves its one actor with the learner: publishing right
         # before the actor's pulls (by actor steps, not by the clock) keeps a run reproducible
         # from its seed and quantizes only what is pulled.

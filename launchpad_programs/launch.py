@@ -33,7 +33,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     check_pacing(config)
     from launchpad_programs.placement import select_learner_device
 
-    select_learner_device(config.get("learner_device", "auto"))
+    select_learner_device(config.learner_device)
     from launchpad_programs.placement import ray_actor_options, ray_learner_options
 
     ray_actor_options(config)
@@ -53,12 +53,12 @@ def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> d
 
     check_config(config)
     # Fails (no GPU for learner_device='gpu') before the run directory is created.
-    with learner_device_scope(config.get("learner_device", "auto")) as device:
+    with learner_device_scope(config.learner_device) as device:
         run_dir = RunDirectory(default_run_dir(config), config, resume)
         program = make_program(config, run_dir, resume)
         summary = launch(program, config.launcher,
-                         shutdown_timeout=float(config.get("shutdown_timeout_s", 5.0)),
-                         ray_address=config.get("ray_address", "") or None)
+                         shutdown_timeout=float(config.shutdown_timeout_s),
+                         ray_address=config.ray_address or None)
     summary["learner_device"] = f"{device.platform}:{device.id}"
     run_dir.write_json("summary.json", summary)
     return summary

@@ -77,7 +77,7 @@ def make_learner(config: ml_collections.ConfigDict, builder: Any, table: Table,
 def actor_quantizers(config: ml_collections.ConfigDict) -> list[str]:
     """Each actor's policy precision: ``config.actor_quantizers`` (comma-separated, one per
     actor: a mixed-precision fleet) or ``config.quantizer`` for every actor."""
-    spec = str(config.get("actor_quantizers", "") or "")
+    spec = str(config.actor_quantizers)
     num_actors = max(int(config.num_actors), 1)
     if not spec.strip():
         return [str(config.quantizer)] * num_actors
@@ -91,7 +91,7 @@ def actor_quantizers(config: ml_collections.ConfigDict) -> list[str]:
 
 def evaluates_fp32(config: ml_collections.ConfigDict) -> bool:
     """Whether evaluations also score the learner's own fp32 policy (``eval_return_fp32``)."""
-    return bool(config.get("eval_fp32", True)) and str(config.quantizer) != "fp32"
+    return bool(config.eval_fp32) and str(config.quantizer) != "fp32"
 
 
 def published_precisions(config: ml_collections.ConfigDict) -> list[str]:
@@ -218,8 +218,8 @@ def make_actor(
 
 
 def envs_per_actor(config: ml_collections.ConfigDict) -> int:
-    """``config.envs_per_actor`` (1 when absent), validated."""
-    k = config.get("envs_per_actor", 1)
+    """``config.envs_per_actor``, validated."""
+    k = config.envs_per_actor
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"envs_per_actor must be an integer >= 1, got {k!r}")
     return k

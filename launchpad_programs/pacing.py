@@ -31,7 +31,6 @@ from actorq.replay import MinSize, RateLimiter, SampleToInsertRatio, Table
 RATE_LIMITERS = ("ratio", "none")
 # Step limit shared when inserts never block (fits the control channel's int64).
 UNLIMITED_STEPS = 1 << 62
-DEFAULT_TOLERANCE = 0.1  # Acme's samples_per_insert_tolerance_rate
 
 
 def _batch_items(builder: Any) -> int:
@@ -44,14 +43,14 @@ def error_buffer(config: ml_collections.ConfigDict, builder: Any) -> float:
     for each other forever)."""
     replay = config.replay
     spi = float(replay.samples_per_insert)
-    tolerance = float(replay.get("samples_per_insert_tolerance", DEFAULT_TOLERANCE))
+    tolerance = float(replay.samples_per_insert_tolerance)
     return max(float(replay.min_size) * tolerance * spi, _batch_items(builder) + 2.0 * spi)
 
 
 def check_pacing(config: ml_collections.ConfigDict) -> None:
     """Fails with a clear message on replay settings that cannot pace a run."""
     replay = config.replay
-    kind = replay.get("rate_limiter", "ratio")
+    kind = replay.rate_limiter
     if kind not in RATE_LIMITERS:
         raise ValueError(
             f"unknown replay.rate_limiter {kind!r}; valid: {', '.join(RATE_LIMITERS)}")
@@ -76,7 +75,7 @@ def check_pacing(config: ml_collections.ConfigDict) -> None:
             "on sampling them (with samples_per_insert > max_times_sampled the learner can never "
             "reach its ratio). Set replay.max_times_sampled=0, or use rate_limiter='none' "
             "(the paper's never-blocked actors with max_times_sampled=16).")
-    tolerance = float(replay.get("samples_per_insert_tolerance", DEFAULT_TOLERANCE))
+    tolerance = float(replay.samples_per_insert_tolerance)
     if not (math.isfinite(tolerance) and tolerance >= 0):
         raise ValueError(
             f"replay.samples_per_insert_tolerance must be >= 0, got {tolerance}")
@@ -86,7 +85,7 @@ def make_rate_limiter(config: ml_collections.ConfigDict, builder: Any) -> RateLi
     """The table's rate limiter for ``config.replay`` (see the module docstring)."""
     check_pacing(config)
     replay = config.replay
-    if replay.get("rate_limiter", "ratio") == "none":
+    if replay.rate_limiter == "none":
         return MinSize(int(replay.min_size))
     return SampleToInsertRatio(float(replay.samples_per_insert), int(replay.min_size),
                                error_buffer(config, builder))

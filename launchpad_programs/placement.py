@@ -44,7 +44,7 @@ def parse_resources(spec: str) -> dict[str, float]:
 def ray_learner_options(config: Any) -> dict[str, Any]:
     """The learner's (main node's) Ray options: ``ray_learner_resources`` it needs on the node
     the experiment is launched from (the Ray launcher checks them before anything starts)."""
-    resources = parse_resources(config.get("ray_learner_resources", ""))
+    resources = parse_resources(config.ray_learner_resources)
     return {"resources": resources} if resources else {}
 
 
@@ -53,12 +53,12 @@ def ray_actor_options(config: Any) -> dict[str, Any]:
     long as there are nodes with room (Ray's ``SPREAD``), ``pack`` uses Ray's default, which fills
     a node before it uses the next; ``ray_actor_resources`` are custom resources every actor needs,
     so only nodes that offer them take actors."""
-    placement = str(config.get("ray_actor_placement", "spread"))
+    placement = str(config.ray_actor_placement)
     if placement not in RAY_PLACEMENTS:
         raise ValueError(f"unknown ray_actor_placement {placement!r}; valid: "
                          f"{', '.join(RAY_PLACEMENTS)}")
     options: dict[str, Any] = {"scheduling_strategy": RAY_PLACEMENTS[placement]}
-    resources = parse_resources(config.get("ray_actor_resources", ""))
+    resources = parse_resources(config.ray_actor_resources)
     if resources:
         options["resources"] = resources
     return options

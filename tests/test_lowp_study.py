@@ -15,7 +15,8 @@ import pytest
 
 from actorq.agents.sac.config import FIX_NAMES
 from configs import sac_actorq
-from experiments import lowp_study, speedup_report
+from experiments import lowp_study
+from launchpad_programs import study_runs
 
 
 def _config_json(precision: str, fixes: str, seed: int, steps: int) -> dict[str, Any]:
@@ -188,7 +189,7 @@ def test_a_raising_run_is_recorded_and_not_rerun(tmp_path, monkeypatch):
         (Path(run_dir) / lowp_study.FAILURE_FILE).unlink()  # the study writes its own
         raise ValueError("Action must not be NaN, got [nan]")
 
-    monkeypatch.setattr(speedup_report, "run_or_load", diverging_run)
+    monkeypatch.setattr(study_runs, "run_or_load", diverging_run)
     config = lowp_study.learner_config(sac_actorq.get_config("cartpole_balance_small"),
                                        "fp16", "none", 0, 4000)
     run_dir = tmp_path / "fp16_naive_seed0"
@@ -205,10 +206,10 @@ def test_a_raising_run_is_recorded_and_not_rerun(tmp_path, monkeypatch):
         lowp_study.run_recording_failures(other, run_dir)
 
     def interrupted(config, run_dir, reuse=True):
-        raise speedup_report.RunInterrupted("stop")
+        raise study_runs.RunInterrupted("stop")
 
-    monkeypatch.setattr(speedup_report, "run_or_load", interrupted)
-    with pytest.raises(speedup_report.RunInterrupted):
+    monkeypatch.setattr(study_runs, "run_or_load", interrupted)
+    with pytest.raises(study_runs.RunInterrupted):
         lowp_study.run_recording_failures(config, tmp_path / "other")
 
 

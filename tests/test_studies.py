@@ -15,6 +15,8 @@ import ml_collections
 import numpy as np
 import pytest
 
+from actorq.analysis import report as analysis_report
+from actorq.analysis import runs as analysis_runs
 from actorq.analysis.ptq import (
     action_agreement,
     action_distances,
@@ -26,8 +28,9 @@ from actorq.analysis.ptq import (
 )
 from actorq.analysis.trained_policy import load_trained_policy
 from configs import dqn_actorq
-from experiments import pull_period_ablation, qat_sweep, speedup_report
+from experiments import pull_period_ablation, qat_sweep
 from experiments.ptq_study import ptq_study
+from launchpad_programs import study_runs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -207,13 +210,13 @@ def test_trained_policy_loading_errors(trained_run: Path, tmp_path: Path) -> Non
 
 def test_run_or_load_refuses_mismatched_or_unreusable_runs(trained_run: Path) -> None:
     config = ml_collections.ConfigDict(json.loads((trained_run / "config.json").read_text()))
-    assert speedup_report.run_status(trained_run) == "finished"
-    assert speedup_report.run_or_load(config, trained_run) == trained_run  # reused, not rerun
+    assert analysis_runs.run_status(trained_run) == "finished"
+    assert study_runs.run_or_load(config, trained_run) == trained_run  # reused, not rerun
     with pytest.raises(FileExistsError, match="--reuse"):
-        speedup_report.run_or_load(config, trained_run, reuse=False)
+        study_runs.run_or_load(config, trained_run, reuse=False)
     config.max_actor_steps = 5000
     with pytest.raises(ValueError, match="max_actor_steps"):
-        speedup_report.run_or_load(config, trained_run)
+        study_runs.run_or_load(config, trained_run)
 
 
 def test_a_run_saved_before_a_field_was_added_matches_only_its_off_value(tmp_path: Path) -> None:
@@ -221,9 +224,9 @@ def test_a_run_saved_before_a_field_was_added_matches_only_its_off_value(tmp_pat
     saved = config.to_dict()
     del saved["learner"]["target_update_tau"]  # a run from before Polyak targets existed
     (tmp_path / "config.json").write_text(json.dumps(saved))
-    assert speedup_report.config_differences(config, tmp_path) == []
+    assert analysis_runs.config_differences(config, tmp_path) == []
     config.learner.target_update_tau = 0.005
-    assert speedup_report.config_differences(config, tmp_path) == ["learner.target_update_tau"]
+    assert analysis_runs.config_differences(config, tmp_path) == ["learner.target_update_tau"]
 
 
 # QAT sweep.
@@ -289,7 +292,7 @@ def test_a_mixed_fleet_breakdown_is_split_by_each_actors_precision(tmp_path: Pat
     breakdown = json.loads((run / "breakdown.json").read_text())
     breakdown["actor_0"]["precision"], breakdown["actor_1"]["precision"] = "fp32", "int8"
     (run / "breakdown.json").write_text(json.dumps(breakdown))
-    means = speedup_report.mean_breakdowns([run])[("dqn", "cartpole")]
+    means = analysis_report.mean_breakdowns([run])[("dqn", "cartpole")]
     assert set(means) == {"fp32 in fleet:fp32+int8", "int8 in fleet:fp32+int8"}
     assert means["fp32 in fleet:fp32+int8"]["inference"] == pytest.approx(1.0)
     assert means["int8 in fleet:fp32+int8"]["inference"] == pytest.approx(3.0)
@@ -298,7 +301,7 @@ def test_a_mixed_fleet_breakdown_is_split_by_each_actors_precision(tmp_path: Pat
 def test_speedup_report_read_mode(tmp_path: Path) -> None:
     runs = [write_synthetic_run(tmp_path / "runs", q, s, speed)
             for q, speed in (("fp32", 1.0), ("int8", 2.0)) for s in (0, 1)]
-    means = speedup_report.mean_breakdowns(runs)
+    means = analysis_report.mean_breakdowns(runs)
     # Actors (1 s and 3 s) average to 2 s; both seeds agree.
     assert means[("dqn", "cartpole")]["fp32"]["inference"] == pytest.approx(2.0)
     assert means[("dqn", "cartpole")]["int8"]["pull"] == pytest.approx(1.0)

@@ -7,8 +7,7 @@ Orbax, which reading run directories does not need.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from actorq.analysis.plots import BREAKDOWN_SECTIONS, plot_breakdown, plot_curves
 from actorq.analysis.report import (
@@ -40,6 +39,7 @@ from actorq.analysis.speedup import (
     threshold_from_curve,
     time_to_threshold,
 )
+from actorq.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:  # static checkers see the lazy names as ordinary imports
     from actorq.analysis.ptq import (
@@ -74,15 +74,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Imports the lazily exported names on first use (PEP 562)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __all__ = [
     "BREAKDOWN_SECTIONS",

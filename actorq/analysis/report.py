@@ -14,8 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from absl import logging
 
-from actorq.analysis.plots import plot_curves, precision_order
+from actorq.analysis.plots import (
+    BREAKDOWN_SECTIONS,
+    plot_breakdown,
+    plot_curves,
+    precision_order,
+    safe_name,
+)
 from actorq.analysis.speedup import (
     CONFIG_FILE,
     Axis,
@@ -23,6 +30,8 @@ from actorq.analysis.speedup import (
     final_returns,
     load_run,
     mean_energy,
+    read_json_object,
+    run_label,
     speedup,
     target_return,
 )
@@ -283,4 +292,89 @@ def write_report(
     (out / "speedup.json").write_text(
         json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n"
     )
+    return md_path
+
+
+def mean_breakdowns(
+    run_dirs: Sequence[str | Path],
+) -> dict[tuple[str, str], dict[str, dict[str, float]]]:
+    """``{(agent, task): {precision: {section: seconds}}}`` from the runs' ``breakdown.json``:
+    each section's seconds averaged over a run's actors, then over the runs (seeds). A mixed
+    fleet's actors are split by their own precision (``"fp32 in fleet:fp32+int8"``).
+
+    Runs without a ``breakdown.json`` are skipped (logged).
+    """
+    per_run: dict[tuple[str, str], dict[str, list[dict[str, float]]]] = {}
+    for run_dir in run_dirs:
+        path = Path(run_dir)
+        if not (path / "breakdown.json").is_file():
+            logging.warning("no breakdown.json in %s; left out of the breakdown plot", path)
+            continue
+        config = read_json_object(path / "config.json")
+        actors = list(read_json_object(path / "breakdown.json").values())
+        if not actors:
+            continue
+        label = run_label(config)
+        # A mixed fleet's actors are grouped by their own precision ("fp32 in fleet:fp32+int8").
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for actor in actors:
+            own = str(actor.get("precision") or config["quantizer"])
+            groups.setdefault(f"{own} in {label}" if label.startswith("fleet:") else label,
+                              []).append(actor)
+        key = (str(config["agent"]), str(config["task"]))
+        for name, members in groups.items():
+            means = {s: float(np.mean([float(a.get(f"{s}_s", 0.0)) for a in members]))
+                     for s in BREAKDOWN_SECTIONS}
+            per_run.setdefault(key, {}).setdefault(name, []).append(means)
+    return {
+        key: {
+            q: {s: float(np.mean([m[s] for m in runs])) for s in BREAKDOWN_SECTIONS}
+            for q, runs in by_q.items()
+        }
+        for key, by_q in per_run.items()
+    }
+
+
+def _breakdown_markdown(by_precision: dict[str, dict[str, float]]) -> str:
+    header = ["precision", *(f"{s} s" for s in BREAKDOWN_SECTIONS), "total s"]
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(["---", *["---:"] * (len(header) - 1)]) + "|"]
+    for precision in precision_order(list(by_precision)):
+        values = by_precision[precision]
+        cells = [f"{values[s]:.3f}" for s in BREAKDOWN_SECTIONS]
+        lines.append(f"| {precision} | " + " | ".join(cells)
+                     + f" | {sum(values.values()):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_speedup_report(
+    run_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    fraction: float = 0.95,
+    window: int = 10,
+) -> Path:
+    """``write_report`` plus per-(agent, task) breakdown plots and a breakdown table appended to
+    ``speedup.md``; returns the path of ``speedup.md``."""
+    md_path = write_report(run_dirs, out_dir, fraction=fraction, window=window)
+    out = Path(out_dir)
+    sections = []
+    for (agent, task), by_precision in sorted(mean_breakdowns(run_dirs).items()):
+        ordered = {p: by_precision[p] for p in precision_order(list(by_precision))}
+        png = plot_breakdown(
+            ordered,
+            out / f"breakdown_{safe_name(agent)}_{safe_name(task)}.png",
+            title=f"{agent.upper()} {task}: actor time (mean over actors and seeds)",
+        )
+        sections += [
+            f"## Actor runtime breakdown: {agent.upper()} {task}",
+            "",
+            "Seconds per section, mean over each run's actors, then over seeds.",
+            "",
+            _breakdown_markdown(ordered),
+            f"![breakdown]({png.name})",
+            "",
+        ]
+    if sections:
+        with md_path.open("a") as f:
+            f.write("\n" + "\n".join(sections))
     return md_path

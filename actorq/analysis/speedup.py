@@ -119,7 +119,9 @@ def _check_axis(axis: str) -> None:
         raise ValueError(f"axis must be one of {AXES}, got {axis!r}")
 
 
-def _read_json_object(path: Path) -> dict[str, Any]:
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A run file holding one JSON object: FileNotFoundError when missing, RunFormatError
+    (naming the path) when empty, malformed or not an object."""
     if not path.is_file():
         raise FileNotFoundError(f"missing run file: {path}")
     text = path.read_text()
@@ -188,7 +190,7 @@ def load_run(run_dir: str | Path) -> RunRecord:
     if not path.is_dir():
         raise FileNotFoundError(f"run directory not found: {path}")
     config_path = path / CONFIG_FILE
-    config = _read_json_object(config_path)
+    config = read_json_object(config_path)
     missing = [key for key in _REQUIRED_CONFIG_KEYS if key not in config]
     if missing:
         raise RunFormatError(f"{config_path} lacks keys {missing}")
@@ -201,7 +203,7 @@ def load_run(run_dir: str | Path) -> RunRecord:
 
     evals = _read_evals(path / EVAL_FILE)
     energy_path = path / ENERGY_FILE
-    energy = _read_json_object(energy_path) if energy_path.exists() else None
+    energy = read_json_object(energy_path) if energy_path.exists() else None
     return RunRecord(
         path=path,
         agent=config["agent"],

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from actorq.lazy_exports import lazy_getattr
 from actorq.metrics.loggers import (
     CSVLogger,
     JSONLLogger,
@@ -41,8 +41,4 @@ __all__ = [
 _LAZY = {"CarbonTracker": "actorq.metrics.carbon", "EnergyReport": "actorq.metrics.carbon"}
 
 
-def __getattr__(name: str) -> Any:
-    """Import carbon-tracking names on first access."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -23,7 +23,6 @@ import functools
 import json
 import logging
 import os
-import platform
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,6 +30,8 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from absl import logging as absl_logging
+
+from actorq.metrics.machine import cpu_model
 
 CpuPowerSource = Literal["measured", "estimated", "unknown", "disabled"]
 
@@ -171,15 +172,6 @@ def _tdp_note(cpu: object) -> str:
     if isinstance(model, str) and model and not _tdp_known(model):
         return " (CPU model not in codecarbon's TDP table: default per-thread TDP)"
     return ""
-
-
-def _cheap_cpu_model() -> str:
-    """CPU brand without py-cpuinfo (which takes ~1 s); used when tracking is disabled."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
 
 
 class _SwallowedErrors(logging.Filter):
@@ -330,7 +322,7 @@ class CarbonTracker:
                 country_iso_code=self.country_iso_code,
                 grid_intensity_g_per_kwh=0.0,
                 cpu_power_source="disabled",
-                cpu_model=_cheap_cpu_model(),
+                cpu_model=cpu_model(),
                 cpu_tracking_method="disabled",
             )
         else:

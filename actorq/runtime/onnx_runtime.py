@@ -1,98 +1,25 @@
-"""ONNX Runtime actor runtime: int8 policies on ORT's u8 x s8 -> s32 (AVX512-VNNI) kernels.
+"""ONNX Runtime actor runtimes: int8 policies on ORT's u8 x s8 -> s32 kernels.
 
-``make_policy_runtime("onnxruntime")`` builds an :class:`OnnxRuntime`. It turns a
+:class:`OnnxRuntime` (``actor_runtime=onnxruntime``) turns a
 :class:`~actorq.quantization.package.PolicyPackage` into a small ONNX graph (built with
-``onnx.helper``) that computes what ``actorq.quantization.reference`` defines:
+``onnx.helper``) that computes exactly what ``actorq.quantization.reference`` defines:
 
 * integer layers: per-row dynamic activation quantization with the AQT numerics of
-  ``actorq.quantization.numerics`` as the jitted reference computes them (XLA folds
-  ``absmax / c`` into ``absmax * (1 / c)``): ``scale = absmax * f32(1 / (2**(b-1) - 0.5))``,
-  ``q = round_half_even(clip(x * (1 / scale), +-(2**(b-1) - 1)))``; an exact integer matmul; then
-  ``acc * x_scale * kernel_scale + bias``;
-* float layers: fp32 ``MatMul``. fp16/bf16 packages round the layer input to the kernel dtype and
-  multiply by the kernel upcast (exactly) to fp32 at load time. A product of two fp16 (or bf16)
-  numbers is exact in fp32, so this is the reference's "compute in the kernel dtype, accumulate in
-  fp32", at fp32 speed and with fp32 weight memory. ORT's CPU EP has no bf16 MatMul, and its fp16
-  MatMul is slower than fp32 on x86 without AVX512-FP16 and rounds its output to fp16.
+  ``actorq.quantization.numerics``, an exact integer matmul (``MatMulIntegerToFloat``: u8 x s8,
+  or u8 x u8 for the observation layer and unsigned codes, which are exact on CPUs without VNNI),
+  then the bias in a separate node;
+* float layers: fp32 ``MatMul``; fp16/bf16 packages round each layer input to the kernel dtype and
+  multiply by the kernel upcast to fp32 (exact, since such products are exact in fp32).
 
-How the integer graph is built, and why (measured on the 24 -> 2048x3 -> 6 policy, one thread):
+:class:`FusedOnnxRuntime` (``actor_runtime=onnxruntime_fused``) runs int8 packages with 8-bit
+activations (:func:`fused_eligible`) through ORT's fused ``DynamicQuantizeMatMul``: per-tensor
+asymmetric activation quantization, close to but not exactly the reference (:func:`fused_forward_np`
+is its NumPy twin). Every other package runs the exact graph.
 
-* ORT's fast x86 int8 kernel is **u8 x s8**. ``MatMulInteger`` with s8 activations falls back to
-  a generic kernel ~25x slower. So quantized rows go to the matmul as uint8 with a zero point
-  (``q + 128``, ``a_zero_point = 128``). The integers are the same, and so is ``acc``.
-* ``QuantizeLinear(x * (1 / scale), 1, zp)`` does round-half-even + zp + saturate in one node. ONNX
-  Round is slow on ORT's CPU EP; dividing by 1 is exact. The clip to ``+-m`` then runs on the
-  uint8 values (``Clip`` on ``[128 - m, 128 + m]``). Because the bounds are integers,
-  clip-then-round equals round-then-clip, and the uint8 pass reads 4x fewer bytes than a float
-  clip.
-* On x86 CPUs without VNNI (AVX2 only) MLAS's u8 x s8 kernel adds pairs of products into a
-  saturating int16 (``vpmaddubsw``), so uint8 values above 127 can clip: measured max error 0.18
-  on a 2-layer policy on an AMD EPYC (Milan). ReLU-fed rows stay in ``[0, 127]`` and are exact
-  everywhere; the observation layer's ``q + 128`` rows are not. That layer's kernel therefore goes
-  to ORT as ``uint8`` (``kernel + 128``, ``b_zero_point = 128``): ``u8 x u8`` widens to int16
-  before multiplying and is exact on every CPU, at a negligible cost (it is the small layer).
-* Input after a ReLU is non-negative, so the ReLU is folded into the next layer's quantization.
-  ``max|relu(y)| == max(max(y), 0)``, and ``QuantizeLinear`` with zero point 0 saturates negatives
-  to 0. Those rows go to the matmul as uint8 ``[0, m]`` with zero point 0. No Abs or Relu node is
-  needed. Packages with unsigned activation codes (``uact_int8``) put those rows on
-  ``[0, 2**b - 1]`` with scale ``max * f32(1 / (2**b - 0.5))``; at 8 bits the saturation of
-  ``QuantizeLinear`` is the clip. Codes above 127 take the ``u8 x u8`` kernel where ``u8 x s8``
-  saturates (:func:`unsigned_kernel_layers`).
-* The matmul is ORT's ``com.microsoft.MatMulIntegerToFloat``, called with the per-row activation
-  scale ``[batch, 1]`` and the per-channel kernel scale. The int32 accumulator never leaves the
-  kernel. **The bias is added by a separate node on purpose.** ORT 1.32 computes
-  ``a_scale * (acc * b_scale + bias)`` when ``a_scale`` is not a scalar, which scales the bias by
-  the activation scale. ORT's own graph optimiser fuses the textbook
-  ``MatMulInteger -> Cast -> Mul(x_scale * kernel_scale) -> Add(bias)`` into exactly that node, so
-  the obvious standard-ONNX graph gives wrong outputs with non-zero biases (max error ~0.4 on the
-  paper policy). ``tests/test_policy_runtime.py`` keeps this covered.
-* ``zero -> 1`` for all-zero rows is computed as ``max(absmax, 2**-100)``: one node instead of
-  two. For an all-zero row every finite scale gives exactly ``bias``, as the reference does. Rows
-  whose abs-max is at least ``2**-100`` use ``absmax`` itself. The two differ only for rows with
-  abs-max in ``(0, 2**-100)``, where both outputs are ``bias + O(1e-30)``.
-* Batch 1 needs no padding (unlike XLA:CPU): ORT's u8 x s8 GEMV is its fast path.
-
-``make_policy_runtime("onnxruntime_fused")`` builds a :class:`FusedOnnxRuntime`: the same int8
-kernels and per-output-channel scales, but each integer layer runs ORT's fused
-``com.microsoft.DynamicQuantizeMatMul``, the op ORT's own ``quantize_dynamic`` models run. It is
-faster because the activation quantization happens inside the kernel, but its activation numerics
-are ORT's, not the reference's:
-
-* activations are quantized **per tensor** (the whole batch shares one scale) and **asymmetric
-  uint8**: ``lo, hi = min(min(x), 0), max(max(x), 0)``, ``scale = (hi - lo) / 255`` (1 if
-  ``hi == lo``), ``zp = round_half_even(-lo / scale)``, ``q = saturate(round_half_even(x / scale)
-  + zp)``; then ``acc(q - zp, kernel) * scale * kernel_scale + bias``. :func:`fused_forward_np` is
-  a NumPy twin of exactly this (it matches ORT to ~1e-7).
-* So the outputs are those of a *different* int8 policy than the reference defines: close to it
-  when the rows of a batch have similar magnitudes (paper policy, Gaussian observations, biases
-  N(0, 0.1): ~1e-3 at batch 1, 2-4e-3 at batch 8-64 on tanh outputs; larger biases, e.g.
-  N(0, 1), reach ~1e-2 at batch 8-64) and further away when they do not: rows 1e4x apart in
-  magnitude give ~0.1, since the largest row sets the scale for all of them. Real walker_stand
-  observations (features ~1e-2..4e1) give 1.2-1.5e-2 already at batch 1, above the 1e-2 bar,
-  about as far as the reference int8 policy is from fp32.
-  ``tests/test_policy_runtime.py`` and ``benchmarks/policy_inference.py`` report the difference.
-* Bias: ``DynamicQuantizeMatMul(A, B, b_scale, b_zero_point, bias)``'s activation scale is always
-  a scalar, which ORT 1.32 folds into the per-column multipliers before its output stage adds
-  the bias unscaled, so the ``MatMulIntegerToFloat`` bug above does not apply (verified: the
-  graph matches the twin to ~1e-7 with biases of magnitude ~1; the tests keep it covered).
-* Per-column scale: passing the kernel scale ``[N]`` as ``b_scale`` works but costs ORT 1.32
-  ~20 us per 2048-wide layer over a scalar ``b_scale`` (6-12% of a batch-1 call, measured with
-  ORT's profiler and by timing). So each integer layer is
-  ``Mul(DynamicQuantizeMatMul(x, kernel, 1, 0, bias / kernel_scale), kernel_scale)``, which is
-  the same value up to float rounding (~1e-7) and as fast as ORT's own ``quantize_dynamic``
-  model, whose weights have one scale per tensor.
-
-Only packages with integer layers, ``activation_bits == 8`` and non-zero finite kernel scales
-(:func:`fused_eligible`) are fused. Everything else (float packages, int2..int7 activations) runs
-the exact graph above: :class:`FusedOnnxRuntime` is an :class:`OnnxRuntime` that only swaps the
-graph builder, and ``graph_kind`` says which graph runs.
-
-Weights are graph initializers, so ORT pre-packs them once per session. Weights fed as inputs would
-make ``load`` free, but ORT then repacks the int8 weights on every call (measured ~5x slower per
-call). So ``load`` builds a new session instead. The graph is built and serialised once per network
-shape, and a new policy version only brings new weights as in-memory external initializers (no
-protobuf copy; ~2x faster than rebuilding a self-contained model). ``last_load_seconds`` reports
-the cost (paper int8 policy: ~20 ms, mostly ORT's weight pre-packing).
+Weights are graph initializers (pre-packed once per session); a new policy version brings new
+weights as in-memory external initializers into a graph built once per network shape. Why the
+graphs are built this way, with the measurements behind each choice, is on the performance page
+(``docs/performance.md``, "How the ONNX Runtime graphs are built").
 """
 
 from __future__ import annotations
@@ -113,7 +40,6 @@ from actorq.quantization.numerics import (
     unsigned_quant_bound,
 )
 from actorq.quantization.package import PolicyPackage
-from actorq.runtime.policy_runtime import register_runtime
 
 OPSET = 21
 MS_DOMAIN = "com.microsoft"
@@ -606,9 +532,3 @@ class FusedOnnxRuntime(OnnxRuntime):
         """``"fused"`` for int8 packages with 8-bit activations (:func:`fused_eligible`), else
         ``"exact"``."""
         return "fused" if fused_eligible(package) else "exact"
-
-
-# The factory table in policy_runtime names these runtimes lazily (importing this module on first
-# use). Registering the classes as well means later lookups call them directly.
-register_runtime(OnnxRuntime.name, OnnxRuntime)
-register_runtime(FusedOnnxRuntime.name, FusedOnnxRuntime)

@@ -11,12 +11,12 @@ batch 1, and more when the rows of a batch differ widely in scale), so it is not
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
 
+from actorq.lazy_exports import import_attribute
 from actorq.quantization.package import PolicyPackage
 
 
@@ -109,21 +109,21 @@ class XlaRuntime:
         return np.asarray(self._fn(self._arrays, observations))[:batch]
 
 
-_RUNTIMES: dict[str, Callable[[], PolicyRuntime]] = {
-    "xla": XlaRuntime,
-    # Imported lazily: onnxruntime is only loaded by actors that ask for it.
-    "onnxruntime": lambda: importlib.import_module("actorq.runtime.onnx_runtime").OnnxRuntime(),
+# Runtime name -> (module, class). Classes load on first use: onnxruntime is imported only by
+# actors that ask for it, and JAX only by the xla runtime's ``load``.
+_RUNTIMES: dict[str, tuple[str, str]] = {
+    "xla": (__name__, "XlaRuntime"),
+    "onnxruntime": ("actorq.runtime.onnx_runtime", "OnnxRuntime"),
     # ORT's fused DynamicQuantizeMatMul for int8: per-tensor activation quantization, so close to
     # but not exactly the reference numerics; other packages run the exact onnxruntime graph.
-    "onnxruntime_fused": lambda: importlib.import_module(
-        "actorq.runtime.onnx_runtime"
-    ).FusedOnnxRuntime(),
+    "onnxruntime_fused": ("actorq.runtime.onnx_runtime", "FusedOnnxRuntime"),
 }
 
 
-def register_runtime(name: str, factory: Callable[[], PolicyRuntime]) -> None:
-    """Registers an actor runtime under ``name``."""
-    _RUNTIMES[name] = factory
+def register_runtime(name: str, module: str, class_name: str) -> None:
+    """Registers the actor runtime class ``module.class_name`` under ``name`` (imported when
+    first built, so registering costs nothing)."""
+    _RUNTIMES[name] = (module, class_name)
 
 
 def available_runtimes() -> list[str]:
@@ -136,4 +136,4 @@ def make_policy_runtime(name: str = "xla") -> PolicyRuntime:
     if name not in _RUNTIMES:
         valid = ", ".join(available_runtimes())
         raise ValueError(f"unknown actor runtime {name!r}; valid: {valid}")
-    return _RUNTIMES[name]()
+    return import_attribute(*_RUNTIMES[name])()

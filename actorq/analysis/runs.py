@@ -1,0 +1,70 @@
+"""Run directories as study inputs: is a run there, finished, and made with this config?
+
+Pure reading: nothing here starts a run (``launchpad_programs.study_runs`` does).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import ml_collections
+
+RunStatus = Literal["missing", "finished", "partial"]
+
+# Fields that may differ between a requested config and a reusable run (where it lives).
+_IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
+# Fields added after runs were saved, with the value that reproduces the code from before them:
+# a saved run lacking one matches a request for that value (so adding a switch, off by
+# default, does not orphan every stored run).
+ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0, "keep_checkpoints": 2}
+
+
+def run_status(run_dir: str | Path) -> RunStatus:
+    """``missing`` (absent or empty dir), ``finished`` (a summary.json from an uninterrupted run)
+    or ``partial`` (anything else: crashed, interrupted or still running)."""
+    path = Path(run_dir)
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        return "missing"
+    summary = path / "summary.json"
+    if summary.is_file():
+        try:
+            data = json.loads(summary.read_text())
+        except json.JSONDecodeError:
+            return "partial"
+        if isinstance(data, dict) and data.get("interrupted") is False:
+            return "finished"
+    return "partial"
+
+
+def flatten_config(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as ``{"learner.batch_size": 64, ...}`` (dotted keys, leaves only)."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten_config(item, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def config_to_dict(config: ml_collections.ConfigDict) -> dict[str, Any]:
+    """A JSON-safe dict of the resolved config (what a run's ``config.json`` holds)."""
+    return json.loads(config.to_json_best_effort())
+
+
+def config_differences(config: ml_collections.ConfigDict, run_dir: str | Path) -> list[str]:
+    """Dotted config fields whose value differs from the run's saved ``config.json``."""
+    saved = flatten_config(json.loads((Path(run_dir) / "config.json").read_text()))
+    wanted = flatten_config(config_to_dict(config))
+    for key, off in ADDED_FIELDS_OFF.items():
+        if key in wanted:
+            saved.setdefault(key, off)
+    keys = (set(saved) | set(wanted)) - _IGNORED_CONFIG_KEYS
+    return sorted(k for k in keys if saved.get(k, "<absent>") != wanted.get(k, "<absent>"))
+
+
+def has_checkpoint(run_dir: str | Path) -> bool:
+    """Whether the run saved at least one learner checkpoint (Orbax names them by step)."""
+    checkpoints = Path(run_dir) / "checkpoints"
+    return checkpoints.is_dir() and any(p.name.isdigit() for p in checkpoints.iterdir())
