@@ -1,4 +1,7 @@
-"""Tests for actorq.envs: registry, DMC wrapper, Gym adapter, batched environment."""
+"""Tests for actorq.envs: registry, DMC wrapper, Gym adapter, batched environment.
+
+The continuous gymnasium tasks, action rescaling and the non-finite guard are tested in
+``tests/test_gym_continuous.py``; the per-task tests here run over every registered task."""
 
 from __future__ import annotations
 
@@ -35,6 +38,14 @@ DMC_TASKS = (
     "humanoid_walk",
 )
 GYM_TASKS = ("cartpole", "acrobot", "mountaincar")
+GYM_CONTINUOUS_TASKS = (
+    "halfcheetah",
+    "walker2d",
+    "hopper",
+    "bipedalwalker",
+    "mountaincar_continuous",
+    "pendulum",
+)
 NUM_STEPS = 25
 
 
@@ -58,13 +69,16 @@ def _rollout(env: dm_env.Environment, actions: list[np.ndarray]) -> list[dm_env.
 
 
 def test_registry_lists_paper_tasks() -> None:
-    assert TASKS == DMC_TASKS + GYM_TASKS
+    assert TASKS == DMC_TASKS + GYM_TASKS + GYM_CONTINUOUS_TASKS
     for task in DMC_TASKS:
         assert task_family(task) == "dmc"
         assert not is_discrete(task)
     for task in GYM_TASKS:
         assert task_family(task) == "gym"
         assert is_discrete(task)
+    for task in GYM_CONTINUOUS_TASKS:
+        assert task_family(task) == "gym_continuous"
+        assert not is_discrete(task)
 
 
 @pytest.mark.parametrize(
@@ -80,18 +94,26 @@ def test_unknown_task_lists_valid_names(call: Any) -> None:
     with pytest.raises(ValueError, match="pong") as info:
         call()
     assert ", ".join(sorted(TASKS)) in str(info.value)
+    for task in GYM_CONTINUOUS_TASKS:
+        assert task in str(info.value)
 
 
 def test_gym_tasks_do_not_import_dm_control() -> None:
     # Fresh interpreter: in this process other tests have already imported dm_control.
     code = (
         "import sys\n"
+        "import actorq.envs\n"
+        "heavy = ('dm_control', 'mujoco', 'Box2D', 'pygame')\n"
+        "assert not [m for m in heavy if m in sys.modules], 'import actorq.envs is not lazy'\n"
         "from actorq.envs import make_environment\n"
         "env = make_environment('cartpole', seed=0)\n"
         "env.reset()\n"
         "env.step(0)\n"
-        "assert 'dm_control' not in sys.modules, 'dm_control imported'\n"
-        "assert 'mujoco' not in sys.modules, 'mujoco imported'\n"
+        "assert not [m for m in heavy if m in sys.modules], 'cartpole imported a backend'\n"
+        "env = make_environment('halfcheetah', seed=0)\n"
+        "env.reset()\n"
+        "assert 'mujoco' in sys.modules\n"
+        "assert 'dm_control' not in sys.modules, 'halfcheetah imported dm_control'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

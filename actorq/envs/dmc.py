@@ -18,6 +18,8 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
+from actorq.envs.base import CheckedEnvironment
+
 _MUJOCO_REQUIREMENT = "mujoco>=3.2,<4"
 _MUJOCO_FIX = 'pip install "mujoco<4"'
 
@@ -80,7 +82,7 @@ def _flat_dim(spec: Any) -> int:
     return int(np.prod(spec.shape, dtype=np.int64))
 
 
-class DMCEnvironment(dm_env.Environment):
+class DMCEnvironment(CheckedEnvironment):
     """Wraps a dm_control ``control.Environment``: flat float32 observations, [-1, 1] actions.
 
     Observations are the task's observation dict concatenated in key order (scalars become
@@ -89,8 +91,9 @@ class DMCEnvironment(dm_env.Environment):
     with discount 1 (a truncation, not a termination).
     """
 
-    def __init__(self, env: Any) -> None:
-        """Wrap ``env``, a dm_control ``control.Environment``."""
+    def __init__(self, env: Any, name: str = "dmc") -> None:
+        """Wrap ``env``, a dm_control ``control.Environment``; ``name`` names it in errors."""
+        super().__init__(name)
         self._env = env
         native = env.action_spec()
         self._native_action_spec = native
@@ -156,12 +159,11 @@ class DMCEnvironment(dm_env.Environment):
             a = self._center + a * self._half_range
         return a.reshape(self._act_shape)
 
-    def reset(self) -> dm_env.TimeStep:
-        """Start a new episode; returns a FIRST timestep."""
+    def _reset(self) -> dm_env.TimeStep:
         return self._convert(self._env.reset())
 
-    def step(self, action: Any) -> dm_env.TimeStep:
-        """Apply a canonical action; after a LAST timestep this resets (dm_env convention)."""
+    def _step(self, action: Any) -> dm_env.TimeStep:
+        # A canonical action; after a LAST timestep dm_control resets (dm_env convention).
         return self._convert(self._env.step(self.native_action(action)))
 
     def observation_spec(self) -> specs.Array:
@@ -172,21 +174,18 @@ class DMCEnvironment(dm_env.Environment):
         """``BoundedArray((act_dim,), float32, -1, 1, name='action')``."""
         return self._action_spec
 
-    def reward_spec(self) -> specs.Array:
-        """Scalar float32 reward."""
-        return specs.Array((), np.float32, name="reward")
-
-    def discount_spec(self) -> specs.BoundedArray:
-        """Scalar float32 discount in [0, 1]."""
-        return specs.BoundedArray((), np.float32, minimum=0.0, maximum=1.0, name="discount")
-
     def close(self) -> None:
         """Release the wrapped environment."""
         self._env.close()
 
 
-def make_dmc_environment(domain: str, task: str, seed: int | None = None) -> DMCEnvironment:
-    """Load ``domain``/``task`` from the control suite, seeded via ``task_kwargs['random']``."""
+def make_dmc_environment(
+    domain: str, task: str, seed: int | None = None, name: str | None = None
+) -> DMCEnvironment:
+    """Load ``domain``/``task`` from the control suite, seeded via ``task_kwargs['random']``.
+
+    ``name`` names the task in errors (default ``'domain/task'``).
+    """
     suite = _load_suite()
     env = suite.load(domain, task, task_kwargs={"random": seed})
-    return DMCEnvironment(env)
+    return DMCEnvironment(env, name=name or f"{domain}/{task}")
