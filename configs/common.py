@@ -78,6 +78,9 @@ def base_config(
     # eval_return): tells a quantized policy that was deployed badly from data that was bad.
     config.eval_fp32 = True
     config.checkpoint_every_steps = 20_000
+    # Checkpoints (learner + counters + replay) kept on disk, newest first; >= 1. A resume takes
+    # the newest intact one, so 2 lets it fall back past a damaged (e.g. half-written) newest.
+    config.keep_checkpoints = 2
     # Keep replay contents in checkpoints so --resume continues with the same data.
     config.checkpoint_replay = True
     config.log_every_seconds = 10.0

@@ -290,13 +290,14 @@ class LearnerNode:
     def __init__(self, ctx: NodeContext, config: ml_collections.ConfigDict,
                  run_dir: RunDirectory, resume: bool, actors: tuple[str, ...],
                  evaluator: str) -> None:
-        from actorq.checkpointing import Checkpointer
+        from actorq.checkpointing import Checkpointer, NoIntactCheckpointError
         from actorq.metrics.carbon import CarbonTracker
-        from actorq.metrics.loggers import JSONLLogger
+        from actorq.metrics.loggers import EVENTS_FILE, JSONLLogger
         from actorq.metrics.progress import Progress
         from actorq.replay import AdmissionQueue
         from launchpad_programs import nodes
         from launchpad_programs.pacing import ActorPacing
+        from launchpad_programs.run_directory import check_keep_checkpoints
 
         if run_dir is None:
             raise ValueError("launching an ActorQ program needs make_program(config, run_dir)")
@@ -318,19 +319,37 @@ class LearnerNode:
         self._drift = nodes.DriftMonitor(builder, table, int(config.replay.min_size),
                                          config.seed)
         self._drift_row: dict[str, float] = {}
-        self._checkpointer = Checkpointer(run_dir.checkpoints)
+        self._checkpointer = Checkpointer(run_dir.checkpoints,
+                                          max_to_keep=check_keep_checkpoints(config))
+        self._events = JSONLLogger(run_dir.path / EVENTS_FILE)
         counters: dict[str, Any] = {
             "actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0,
             "actor_restarts": 0, "evaluator_restarts": 0,
             "actor_own_steps": [0] * num_actors, "actor_episodes": [0] * num_actors,
         }
-        if resume and self._checkpointer.latest_step() is not None:
-            state, restored = self._checkpointer.restore(
-                learner.state(), table if config.checkpoint_replay else None)
-            learner.restore(state)
-            counters.update(restored)
-            logging.info("resumed from actor step %d (learner step %d, replay size %d)",
-                         counters["actor_steps"], learner.steps, table.size)
+        if resume:
+            # The newest checkpoint whose learner state, counters and replay all read; damaged
+            # newer ones are skipped (a checkpoint_skipped row each in events.jsonl).
+            try:
+                restored = self._checkpointer.restore_newest_valid(
+                    learner.state(), table if config.checkpoint_replay else None)
+            except NoIntactCheckpointError as e:
+                self._log_skipped(e.skipped, None)
+                self._checkpointer.close()
+                self._events.close()
+                raise
+            if restored is not None:
+                self._log_skipped(restored.skipped, restored.step)
+                learner.restore(restored.learner_state)
+                counters.update(restored.counters)
+                logging.info("resumed from actor step %d (learner step %d, replay size %d)",
+                             counters["actor_steps"], learner.steps, table.size)
+            # resumes.jsonl: the allowed config changes and the pair this resume continues.
+            run_dir.record_resume(
+                int(counters["actor_steps"]), learner_steps=int(learner.steps),
+                checkpoint_step=restored.step if restored else None,
+                replay_size=int(table.size),
+                skipped_checkpoints=[s.step for s in restored.skipped] if restored else [])
         for key in ("actor_own_steps", "actor_episodes"):
             values = list(counters.get(key) or [])
             counters[key] = (values + [0] * num_actors)[:num_actors]
@@ -346,7 +365,6 @@ class LearnerNode:
         self._actor_logs = {name: run_dir.logger(name) for name in actors}
         self._learner_log = run_dir.logger("learner")
         self._eval_log = run_dir.logger("eval", print_every_seconds=0.0)
-        self._events = JSONLLogger(run_dir.path / "events.jsonl")
         self._tracker = CarbonTracker(run_dir.path, config.country_iso_code,
                                       enabled=config.track_energy)
         base_steps = int(counters["actor_steps"])
@@ -395,6 +413,15 @@ class LearnerNode:
         self._log_calls, self._log_start = 0, time.perf_counter()
         self._tracker.start()
         self._write_pids()
+
+    def _log_skipped(self, skipped: Any, restored_step: int | None) -> None:
+        """One ``checkpoint_skipped`` row in events.jsonl per damaged checkpoint passed over."""
+        for skip in skipped:
+            self._events.write({
+                "event": "checkpoint_skipped", "step": skip.step,
+                "path": f"{self.run_dir.checkpoints.name}/{skip.path}", "reason": skip.reason,
+                "restored_step": restored_step, "time": time.time(),
+            })
 
     # ------------------------------------------------------------------------------ loop
 

@@ -4,12 +4,70 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import ml_collections
 
-from actorq.metrics.loggers import Logger, make_logger
+from actorq.metrics.loggers import (
+    RESUMES_FILE,
+    Logger,
+    append_jsonl,
+    make_logger,
+    read_resumes,
+)
+
+__all__ = [
+    "RESUMABLE_KEYS",
+    "ConfigMismatchError",
+    "NoRunToResumeError",
+    "RunDirectory",
+    "RunDirectoryError",
+    "RunExistsError",
+    "check_keep_checkpoints",
+    "config_to_dict",
+    "default_run_dir",
+    "flatten_config",
+    "read_resumes",
+    "resume_differences",
+    "run_errors",
+]
+
+# The only config keys a --resume may change (dotted keys; a key also covers the keys below it).
+# Every other key must equal the run's config.json: a resumed run continues the same experiment.
+RESUMABLE_KEYS: tuple[str, ...] = (
+    # The budget and the schedule of side work: how long the run goes on and how often it
+    # evaluates, checkpoints and logs. None of them changes what is learned from a given state
+    # (evaluations and checkpoints only read the learner), so extending a finished run or
+    # evaluating it more often continues the same experiment.
+    "max_actor_steps", "eval_every_steps", "eval_episodes", "checkpoint_every_steps",
+    "log_every_seconds", "keep_checkpoints",
+    # Where the run lives and how its processes are laid out: the launcher and the number of
+    # actors change the topology, which users scale on resume (a single-process debug run
+    # continued on local processes or a Ray cluster); the Ray and device settings place the same
+    # nodes on other machines; shutdown_timeout_s only bounds how long stopping takes.
+    "launcher", "num_actors", "run_dir", "shutdown_timeout_s", "ray_address",
+    "ray_actor_placement", "ray_actor_resources", "ray_learner_resources", "learner_device",
+    # Energy accounting: measured and reported, never fed back into training.
+    "track_energy", "country_iso_code",
+)
+
+
+class RunDirectoryError(ValueError):
+    """A run directory that cannot be used as asked; the message is one line for the user."""
+
+
+class RunExistsError(RunDirectoryError, FileExistsError):
+    """The directory already holds a run and ``--resume`` was not given."""
+
+
+class NoRunToResumeError(RunDirectoryError, FileNotFoundError):
+    """``--resume`` given but the directory holds no run (no ``config.json``)."""
+
+
+class ConfigMismatchError(RunDirectoryError):
+    """``--resume`` with a config that differs from the run's in a key not in RESUMABLE_KEYS."""
 
 
 def default_run_dir(config: ml_collections.ConfigDict) -> Path:
@@ -19,39 +77,102 @@ def default_run_dir(config: ml_collections.ConfigDict) -> Path:
     return Path("runs") / f"{config.agent}_{config.task}_{config.quantizer}_seed{config.seed}"
 
 
+def run_errors() -> tuple[type[ValueError], ...]:
+    """The errors of a run directory that cannot be used as asked, each with a one-line message
+    for the user (an entry point prints ``error: <message>`` instead of a traceback):
+    RunDirectoryError (exists, nothing to resume, config mismatch, bad keep_checkpoints) and
+    NoIntactCheckpointError (--resume found only damaged checkpoints; raised by the learner)."""
+    from actorq.checkpointing import NoIntactCheckpointError
+
+    return (RunDirectoryError, NoIntactCheckpointError)
+
+
+def check_keep_checkpoints(config: ml_collections.ConfigDict) -> int:
+    """``config.keep_checkpoints`` as an int >= 1 (else a RunDirectoryError naming it)."""
+    value = config.keep_checkpoints
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RunDirectoryError(
+            f"keep_checkpoints must be an integer >= 1 (checkpoints kept on disk; 2 lets a "
+            f"resume fall back past a damaged newest one), got {value!r}")
+    return value
+
+
 class RunDirectory:
     """Creates and describes one run's files.
 
-    ``config.json`` (resolved config), ``eval.jsonl``/``actor.jsonl``/``learner.jsonl`` (+ CSV and
-    TensorBoard events under ``tb/``), ``checkpoints/``, ``energy.json``, ``breakdown.json`` and
-    ``breakdown.md``.
+    ``config.json`` (resolved config, as the run started: a resume never rewrites it),
+    ``resumes.jsonl`` (one record per resume: the allowed config changes and the step it
+    continued from; :func:`read_resumes`), ``eval.jsonl``/``actor.jsonl``/``learner.jsonl``
+    (+ CSV and TensorBoard events under ``tb/``), ``events.jsonl``, ``checkpoints/``,
+    ``energy.json``, ``breakdown.json`` and ``breakdown.md``.
+
+    Raises (RunDirectoryError, a ValueError, with a one-line message): RunExistsError,
+    NoRunToResumeError, ConfigMismatchError, or a bad ``keep_checkpoints``.
     """
 
     def __init__(self, path: str | Path, config: ml_collections.ConfigDict, resume: bool) -> None:
         self.path = Path(path)
-        if self.path.exists() and any(self.path.iterdir()) and not resume:
-            raise FileExistsError(
-                f"run directory {self.path} already has a run; pass --resume to continue it or "
-                "set --config.run_dir to a new directory"
-            )
-        if resume and not (self.path / "config.json").exists():
-            raise FileNotFoundError(f"--resume given but {self.path} holds no run to resume")
+        # The resume record waiting for the step the learner restores (record_resume).
+        self.resume_changes = self.check(self.path, config, resume)
         self.path.mkdir(parents=True, exist_ok=True)
-        if resume:
-            self._check_resume_config(config)
-        else:
+        if not resume:
             (self.path / "config.json").write_text(json.dumps(config_to_dict(config), indent=2))
         self.started = time.time()
 
-    def _check_resume_config(self, config: ml_collections.ConfigDict) -> None:
-        saved = json.loads((self.path / "config.json").read_text())
-        current = config_to_dict(config)
-        for key in ("agent", "task", "quantizer"):
-            if saved.get(key) != current.get(key):
-                raise ValueError(
-                    f"cannot resume: config.{key} is {current.get(key)!r} but the run in "
-                    f"{self.path} used {saved.get(key)!r}"
-                )
+    @staticmethod
+    def check(path: str | Path, config: ml_collections.ConfigDict,
+              resume: bool) -> dict[str, Any] | None:
+        """Everything the constructor checks, writing nothing: raises RunDirectoryError (one
+        line) when ``path`` cannot take this run. With ``resume``, returns the allowed changes
+        (``{"changed": {key: [old, new]}, "added": [key, ...]}``); else None."""
+        path = Path(path)
+        check_keep_checkpoints(config)
+        if path.exists() and any(path.iterdir()) and not resume:
+            raise RunExistsError(
+                f"run directory {path} already has a run; pass --resume to continue it or "
+                "set --config.run_dir to a new directory"
+            )
+        if not resume:
+            return None
+        if not (path / "config.json").exists():
+            raise NoRunToResumeError(f"--resume given but {path} holds no run to resume")
+        try:
+            saved = json.loads((path / "config.json").read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise RunDirectoryError(f"cannot resume {path}: its config.json does not read "
+                                    f"({' '.join(str(e).split())})") from None
+        if not isinstance(saved, dict):
+            raise RunDirectoryError(f"cannot resume {path}: its config.json is not an object")
+        changed, added, forbidden = resume_differences(saved, config_to_dict(config))
+        if forbidden:
+            listed = ", ".join(f"{key} ({_show(old)} -> {_show(new)})"
+                               for key, (old, new) in forbidden.items())
+            raise ConfigMismatchError(
+                f"cannot resume {path}: the config differs from the run's config.json in "
+                f"{listed}; only {', '.join(RESUMABLE_KEYS)} may change on resume"
+            )
+        return {"changed": changed, "added": added}
+
+    def record_resume(self, actor_steps: int | None, **extra: Any) -> dict[str, Any] | None:
+        """Appends this resume's record to ``resumes.jsonl`` (once; nothing if not resuming).
+
+        Called by the learner once it restored a checkpoint, when the step it continues from is
+        known; ``extra`` (``learner_steps``, ``checkpoint_step``, ...) goes into the record.
+        """
+        if self.resume_changes is None:
+            return None
+        now = time.time()
+        record = {
+            "time": now,
+            "iso_time": datetime.fromtimestamp(now).astimezone().isoformat(timespec="seconds"),
+            "changed": self.resume_changes["changed"],
+            "added": self.resume_changes["added"],
+            "actor_steps": actor_steps,
+            **extra,
+        }
+        append_jsonl(self.path / RESUMES_FILE, record)
+        self.resume_changes = None
+        return record
 
     @property
     def checkpoints(self) -> Path:
@@ -67,6 +188,65 @@ class RunDirectory:
         tmp.write_text(json.dumps(value, indent=2, default=float))
         tmp.replace(path)
         return path
+
+
+def resume_differences(
+    saved: dict[str, Any], current: dict[str, Any]
+) -> tuple[dict[str, list[Any]], list[str], dict[str, tuple[Any, Any]]]:
+    """Compares a run's saved config with the config it is resumed with (both as dicts).
+
+    Returns ``(changed, added, forbidden)``: ``changed`` maps each differing key of
+    RESUMABLE_KEYS to ``[old, new]``; ``added`` lists the keys the saved config lacks (fields
+    added to the code after the run started: accepted, so that new fields do not orphan old
+    runs); ``forbidden`` maps every other differing key to ``(old, new)`` (a key gone from the
+    current config included: its new value is the ``_ABSENT`` marker). Keys are dotted, sorted.
+    """
+    old, new = flatten_config(saved), flatten_config(current)
+    changed: dict[str, list[Any]] = {}
+    forbidden: dict[str, tuple[Any, Any]] = {}
+    added = sorted(set(new) - set(old))
+    for key in sorted(old):
+        if key in new and _same(old[key], new[key]):
+            continue
+        if key in new and _resumable(key):
+            changed[key] = [old[key], new[key]]
+        else:
+            forbidden[key] = (old[key], new.get(key, _ABSENT))
+    return changed, added, forbidden
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "absent"
+
+
+_ABSENT: Any = _Absent()  # the value of a key a config lacks
+
+
+def _same(a: Any, b: Any) -> bool:
+    # bool is an int in Python: True == 1, but a flag turned into a count is a change.
+    return type(a) is type(b) and a == b or (
+        not isinstance(a, bool) and not isinstance(b, bool)
+        and isinstance(a, int | float) and isinstance(b, int | float) and a == b)
+
+
+def _resumable(key: str) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in RESUMABLE_KEYS)
+
+
+def _show(value: Any) -> str:
+    return "absent" if value is _ABSENT else json.dumps(value)
+
+
+def flatten_config(value: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config dict as ``{"learner.batch_size": 64, ...}`` (dotted keys, leaves only;
+    an empty dict is a leaf)."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten_config(item, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
 
 
 def config_to_dict(config: ml_collections.ConfigDict) -> dict[str, Any]:

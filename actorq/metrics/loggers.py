@@ -34,8 +34,11 @@ __all__ = [
     "Scalar",
     "TensorBoardLogger",
     "TerminalLogger",
+    "append_jsonl",
     "make_logger",
+    "read_events",
     "read_jsonl",
+    "read_resumes",
     "to_python_scalar",
 ]
 
@@ -150,6 +153,49 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise TypeError(f"{path}:{index + 1}: expected a JSON object, got {type(row)}")
         rows.append(row)
     return rows
+
+
+# Files of a run directory written as JSON lines outside the node loggers.
+EVENTS_FILE = "events.jsonl"  # supervision events: ready, restart, error, checkpoint_skipped, ...
+RESUMES_FILE = "resumes.jsonl"  # one record per --resume: what changed, from which step
+
+
+def append_jsonl(path: str | os.PathLike[str], row: Mapping[str, Any]) -> None:
+    """Appends ``row`` (any JSON value inside: lists and dicts too, unlike :class:`JSONLLogger`)
+    as one line to ``path``, after a newline if a crashed writer left the last line torn."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(dict(row), ensure_ascii=False, default=float)
+    torn = False
+    if path.exists() and path.stat().st_size > 0:
+        with path.open("rb") as f:
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
+    with path.open("a", encoding="utf-8") as f:
+        f.write(("\n" if torn else "") + line + "\n")
+
+
+def read_resumes(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The resume records of a run, oldest first; ``[]`` for a run never resumed.
+
+    One per successful ``--resume``: ``time`` (unix), ``iso_time``, ``changed`` (dotted config
+    key -> ``[old, new]``, only keys allowed to change on resume), ``added`` (keys the run's
+    ``config.json`` lacks: fields added to the code since it started), ``actor_steps`` and
+    ``learner_steps`` (where it resumed from: the restored checkpoint), ``checkpoint_step``
+    (``None`` when the run had no checkpoint and restarted at 0), ``replay_size`` and
+    ``skipped_checkpoints`` (the steps of newer, damaged checkpoints passed over).
+    """
+    path = Path(run_dir) / RESUMES_FILE
+    return read_jsonl(path) if path.exists() else []
+
+
+def read_events(run_dir: str | os.PathLike[str], event: str | None = None) -> list[dict[str, Any]]:
+    """The rows of a run's ``events.jsonl`` (only those whose ``event`` is ``event`` if given);
+    ``[]`` when it has none. ``read_events(run, "checkpoint_skipped")``: the damaged checkpoints
+    a resume passed over (``step``, ``path``, ``reason``)."""
+    path = Path(run_dir) / EVENTS_FILE
+    rows = read_jsonl(path) if path.exists() else []
+    return [r for r in rows if event is None or r.get("event") == event]
 
 
 def surviving_rows(rows: Iterable[Mapping[str, Any]],
