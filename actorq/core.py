@@ -7,13 +7,27 @@ quantizer -> VariableSource -> Actor.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import dm_env
 import numpy as np
 
 # (network outputs [batch, k], actor step) -> actions [batch, ...]
 Exploration = Callable[[np.ndarray, int], np.ndarray]
+# replay: n-step transitions in a replay table (off-policy); queue: fixed-length unrolls in a
+# FIFO queue, each taken once (on-policy).
+DataPath = Literal["replay", "queue"]
+
+
+class Adder(Protocol):
+    """Turns one environment's step stream into table items (n-step transitions, unrolls)."""
+
+    def add_first(self, timestep: dm_env.TimeStep) -> None: ...
+
+    def add(self, action: Any, next_timestep: dm_env.TimeStep,
+            extras: dict[str, Any] | None = None) -> None: ...
+
+    def reset(self) -> None: ...
 
 
 class Actor(Protocol):
@@ -77,15 +91,15 @@ class Learner(Protocol):
 
 class Builder(Protocol):
     """Everything a launcher needs to assemble an agent's nodes, without knowing the agent
-    (Acme's builder role). Building one, its exploration and its replay signature never imports
-    JAX: actor processes on the ONNX Runtime runtimes stay small."""
+    (Acme's builder role; ``actorq.agents.builder.AgentBuilder`` holds what the agents share).
+    Building one, its adders, exploration and table signature never imports JAX: actor
+    processes on the ONNX Runtime runtimes stay small."""
 
     name: str
+    data_path: DataPath
     uses_priorities: bool
     config: Any
-
-    @property
-    def observation_size(self) -> int: ...
+    observation_size: int
 
     @property
     def policy_output_size(self) -> int:
@@ -103,8 +117,32 @@ class Builder(Protocol):
     @property
     def discount(self) -> float: ...
 
+    @property
+    def batch_items(self) -> int:
+        """Table items one learner call reads."""
+        ...
+
+    @property
+    def steps_per_item(self) -> int:
+        """Env steps per table item."""
+        ...
+
+    @property
+    def adder_lag(self) -> int:
+        """Env steps an adder may hold before it emits."""
+        ...
+
     def replay_signature(self) -> dict[str, Any]:
-        """Field -> ``ArraySpec`` of one replay item."""
+        """Field -> ``ArraySpec`` of one table item."""
+        ...
+
+    def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
+        """One environment's adder."""
+        ...
+
+    def learner_batches(self, table: Any,
+                        timeout: float | None = None) -> Iterator[dict[str, np.ndarray]]:
+        """The batches the learner reads from ``table``."""
         ...
 
     def make_learner(
@@ -114,13 +152,18 @@ class Builder(Protocol):
         update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
         replay_size: Callable[[], int] | None = None,
     ) -> Learner:
-        """The learner, reading ``[sgd_steps_per_call, batch, ...]`` batches."""
+        """The learner, reading the batches of :meth:`learner_batches`."""
         ...
 
-    def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
-        """Actor ``i`` of ``N``'s exploration (its noise level is spread across actors)."""
+    def make_exploration(self, actor_index: int, num_actors: int,
+                         seed: int) -> Exploration | None:
+        """Actor ``i`` of ``N``'s exploration; None when the package's head samples."""
         ...
 
     def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
         """The noise-free action for network outputs ``[batch, k]``."""
+        ...
+
+    def policy_extras(self, learner: Learner) -> dict[str, Any]:
+        """``PolicyPackage`` fields besides the MLP (head, log-std, normalizer)."""
         ...

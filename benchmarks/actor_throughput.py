@@ -35,10 +35,13 @@ import sys
 import time
 from typing import Any
 
+from actorq.bounds import LAYER_SIZES, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT
+from actorq.command_line import ArgumentParser, check_args, check_choices
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     names = lambda s: [v for v in s.split(",") if v]  # noqa: E731
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="walker_stand")
     p.add_argument("--steps", type=int, default=2000, help="actor steps per configuration")
     p.add_argument("--quantizers", type=names, default=["fp32", "int8"])
@@ -61,7 +64,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="environments per actor, stepped with one batched policy call")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json_out", default="", help="also write the results as JSON here")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    check_args(p, args, {"steps": POSITIVE_INT, "hidden": LAYER_SIZES,
+                         "pull_period": POSITIVE_INT, "republish_every_s": NON_NEGATIVE,
+                         "rounds": POSITIVE_INT, "envs_per_actor": POSITIVE_INT,
+                         "seed": NON_NEGATIVE_INT})
+    check_choices(p, args.task, args.quantizers, args.runtimes)
+    return args
 
 
 def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str, steps: int,
@@ -168,7 +177,8 @@ def measure(config: Any, republish_every_s: float,
     from launchpad_programs.actorq_program import ActorNode
     from launchpad_programs.launchers import launch
     from launchpad_programs.program import Channel, Node, Program
-    from launchpad_programs.workers import SINGLE_THREAD_ENV, peak_rss_mib
+    from launchpad_programs.thread_env import SINGLE_THREAD_ENV
+    from launchpad_programs.workers import peak_rss_mib
 
     builder = nodes.make_builder_for(config)
     network = builder.policy_network

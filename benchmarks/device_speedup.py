@@ -160,7 +160,9 @@ def parse_sets(items: Sequence[str]) -> dict[str, Any]:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from actorq.command_line import ArgumentParser
+
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out_dir", default="runs/device_speedup",
                    help="report and runs folder (must not hold runs unless --overwrite)")
     p.add_argument("--num_actors", type=int, default=default_num_actors(),
@@ -194,8 +196,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.evals_per_run = 8 if dry else 40
     if args.num_actors < 1:
         p.error("--num_actors must be >= 1")
-    if args.total_minutes <= 0 or args.evals_per_run < 1:
+    if not (math.isfinite(args.total_minutes) and args.total_minutes > 0) \
+            or args.evals_per_run < 1:
         p.error("--total_minutes and --evals_per_run must be positive")
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
     known = {t.name: t for t in TASKS}
     names = [n.strip() for n in args.tasks.split(",") if n.strip()]
     unknown = [n for n in names if n not in known]

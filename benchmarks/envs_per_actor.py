@@ -24,12 +24,14 @@ import sys
 import time
 from typing import Any
 
-from benchmarks.policy_inference import set_thread_env
+from actorq.bounds import LAYER_SIZES, NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Bounds
+from actorq.command_line import ArgumentParser, check_args, check_choices
+from launchpad_programs.thread_env import set_thread_env
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     names = lambda s: [v for v in s.split(",") if v]  # noqa: E731
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="walker_stand")
     p.add_argument("--envs", type=lambda s: [int(v) for v in names(s)], default=[1, 4, 8],
                    help="environments per actor (the policy's batch size)")
@@ -46,10 +48,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json_out", default="")
     args = p.parse_args(argv)
-    if not args.envs or min(args.envs) < 1:
-        p.error("--envs needs positive integers")
-    if args.steps < 1 or args.repeats < 1:
-        p.error("--steps and --repeats must be >= 1")
+    check_args(p, args, {"envs": LAYER_SIZES, "hidden": LAYER_SIZES, "steps": POSITIVE_INT,
+                         "repeats": POSITIVE_INT, "sigma": NON_NEGATIVE,
+                         "cpu": Bounds(low=-2, integer=True), "seed": NON_NEGATIVE_INT})
+    check_choices(p, args.task, args.quantizers, [args.runtime])
     return args
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 from actorq.agents.registry import make_builder
+from actorq.bounds import LAYER_SIZES, POSITIVE_INT, check_bounds
+from actorq.command_line import bad_input, parse_ints, run_absl
 from actorq.envs import make_environment
 
 _AGENTS = flags.DEFINE_list("agents", ["d4pg", "dqn"], "Agents to measure.")
@@ -59,14 +61,21 @@ def measure(agent: str, steps_per_call: int) -> tuple[float, float]:
 
 def main(argv: list[str]) -> None:
     del argv
+    with bad_input():
+        steps_per_call = parse_ints(_STEPS_PER_CALL.value, "sgd_steps_per_call")
+        unknown = sorted(set(_AGENTS.value) - set(TASKS))
+        if unknown or not _AGENTS.value:
+            raise ValueError(f"--agents: unknown {unknown}; valid: {', '.join(TASKS)}")
+        check_bounds({"calls": _CALLS.value, "sgd_steps_per_call": steps_per_call},
+                     {"calls": POSITIVE_INT, "sgd_steps_per_call": LAYER_SIZES}, prefix="--")
     print("| agent | networks | batch | SGD steps per call | SGD steps/s | ms per SGD step |")
     print("|---|---|---:|---:|---:|---:|")
     for agent in _AGENTS.value:
         nets = ("policy 3x2048, critic 512-512-256" if agent == "d4pg" else "Q 3x2048")
-        for steps_per_call in map(int, _STEPS_PER_CALL.value):
-            rate, ms = measure(agent, steps_per_call)
-            print(f"| {agent} | {nets} | 256 | {steps_per_call} | {rate:.2f} | {ms:.1f} |")
+        for per_call in steps_per_call:
+            rate, ms = measure(agent, per_call)
+            print(f"| {agent} | {nets} | 256 | {per_call} | {rate:.2f} | {ms:.1f} |")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_absl(main)

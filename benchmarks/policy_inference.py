@@ -52,6 +52,16 @@ import time
 import warnings
 from pathlib import Path
 
+from actorq.bounds import (
+    LAYER_SIZES,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    Bounds,
+)
+from actorq.command_line import ArgumentParser, check_args, check_choices
+from launchpad_programs.thread_env import set_thread_env
+
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 RUNTIMES = ("xla", "onnxruntime", "onnxruntime_fused")
 # The numerics bar for int8 rows vs the reference forward (max abs diff on tanh outputs).
@@ -59,7 +69,7 @@ INT8_DIFF_BAR = 1e-2
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     ints = lambda s: [int(v) for v in s.split(",") if v]  # noqa: E731
     names = lambda s: [v for v in s.split(",") if v]  # noqa: E731
     p.add_argument("--batch_sizes", type=ints, default=[1, 8, 64])
@@ -89,19 +99,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json_out", type=str, default="")
     p.add_argument("--startup_child", type=str, default="", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
-
-
-def set_thread_env(threads: int) -> None:
-    """Before jax / torch are imported: one intra-op thread per actor where the runtime has a
-    setting for it (ORT, PyTorch, BLAS). XLA:CPU gets only ``--xla_cpu_multi_thread_eigen=false``
-    (see ``launchpad_programs.workers.SINGLE_THREAD_XLA_FLAGS``)."""
-    from launchpad_programs.workers import SINGLE_THREAD_XLA_FLAGS
-
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " " + SINGLE_THREAD_XLA_FLAGS).strip()
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
+    args = p.parse_args(argv)
+    check_args(p, args, {"batch_sizes": LAYER_SIZES, "iters": NON_NEGATIVE_INT,
+                         "min_time": POSITIVE, "repeats": POSITIVE_INT, "hidden": POSITIVE_INT,
+                         "layers": POSITIVE_INT, "obs": POSITIVE_INT, "act": POSITIVE_INT,
+                         "threads": POSITIVE_INT, "cpu": Bounds(low=-2, integer=True),
+                         "diff_observations": POSITIVE_INT, "seed": NON_NEGATIVE_INT})
+    unknown = sorted(set(args.precisions) - set(PRECISIONS))
+    if unknown or not args.precisions:
+        p.error(f"--precisions: unknown {unknown}; valid: {', '.join(PRECISIONS)}")
+    check_choices(p, args.diff_task or None, (), args.runtimes)
+    return args
 
 
 # ----------------------------------------------------------------------------- model + anchors

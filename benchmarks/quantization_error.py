@@ -15,9 +15,11 @@ import time
 
 import jax
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 import actorq.quantization as q
+from actorq.bounds import LAYER_SIZES, POSITIVE_INT, check_bounds
+from actorq.command_line import bad_input, parse_ints, run_absl
 from actorq.networks import make_policy_network
 
 _OBS = flags.DEFINE_integer("obs", 24, "Observation size (walker: 24).")
@@ -42,7 +44,15 @@ def publish_seconds(quantizer, params, network, repeats: int) -> tuple[bytes, fl
 
 def main(argv: list[str]) -> None:
     del argv
-    network = make_policy_network(_ACT.value, tuple(int(h) for h in _HIDDEN.value))
+    with bad_input():
+        hidden = tuple(parse_ints(_HIDDEN.value, "hidden", unique=False))
+        check_bounds({"obs": _OBS.value, "act": _ACT.value, "hidden": hidden,
+                      "repeats": _REPEATS.value},
+                     {"obs": POSITIVE_INT, "act": POSITIVE_INT, "hidden": LAYER_SIZES,
+                      "repeats": POSITIVE_INT}, prefix="--")
+        for spec in _SPECS.value:
+            q.make_quantizer(spec)
+    network = make_policy_network(_ACT.value, hidden)
     params = network.init(jax.random.key(0), np.zeros((1, _OBS.value), np.float32))
     obs = np.random.default_rng(0).normal(size=(256, _OBS.value)).astype(np.float32)
     reference = np.asarray(network.apply(params, obs))
@@ -67,4 +77,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_absl(main)

@@ -2,7 +2,43 @@
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import ml_collections
+
+from actorq.bounds import (
+    FRACTION,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    Bounds,
+)
+
+# What each numeric experiment field admits (the agents' learner fields have their own tables);
+# launchpad_programs.launch.check_config applies it before anything runs.
+EXPERIMENT_BOUNDS: dict[str, Bounds] = {
+    "seed": NON_NEGATIVE_INT,  # numpy's SeedSequence takes no negative seeds
+    "num_actors": POSITIVE_INT,
+    "envs_per_actor": POSITIVE_INT,
+    "publish_period": NON_NEGATIVE_INT,  # 0: whenever stale
+    "chunk_size": POSITIVE_INT,
+    "shutdown_timeout_s": NON_NEGATIVE,
+    "max_actor_steps": POSITIVE_INT,
+    "pull_period": POSITIVE_INT,
+    "replay.max_size": POSITIVE_INT,
+    "replay.min_size": POSITIVE_INT,
+    "replay.samples_per_insert": POSITIVE,
+    "replay.samples_per_insert_tolerance": NON_NEGATIVE,
+    "replay.max_times_sampled": NON_NEGATIVE_INT,  # 0: no cap
+    "replay.priority_exponent": FRACTION,
+    "eval_every_steps": POSITIVE_INT,
+    "eval_episodes": POSITIVE_INT,
+    "checkpoint_every_steps": POSITIVE_INT,
+    "keep_checkpoints": POSITIVE_INT,
+    "log_every_seconds": POSITIVE,
+}
 
 
 def base_config(
@@ -89,4 +125,53 @@ def base_config(
 
     config.track_energy = True
     config.country_iso_code = "USA"
+    return config
+
+
+def learner_fields(config_cls: type, **overrides: Any) -> ml_collections.ConfigDict:
+    """The ``learner`` section of a preset: every field of the agent's config dataclass at its
+    default (defaults live in the dataclass only), with the preset's ``overrides``. Optional
+    fields (default None) keep their type, so ``--config.learner.qat_bits=6`` parses."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(overrides) - set(fields))
+    if unknown:
+        raise ValueError(f"{config_cls.__name__} has no fields {unknown}")
+    section = ml_collections.ConfigDict()
+    for name, field in fields.items():
+        value = overrides.get(name, field.default)
+        if field.default is None and not isinstance(value, ml_collections.FieldReference):
+            kind = float if "float" in str(field.type) else int
+            value = ml_collections.FieldReference(value, field_type=kind)
+        section[name] = value
+    return section
+
+
+def on_policy_config(agent: str, task: str, max_actor_steps: int, envs: int,
+                     learner: ml_collections.ConfigDict,
+                     decay_learning_rate: bool = False) -> ml_collections.ConfigDict:
+    """An on-policy preset: one actor stepping ``envs`` environments, interleaved with the
+    learner (launcher ``single``), its unrolls in a queue that holds two batches.
+
+    Actors pull after every unroll (``pull_period = unroll_length``): the behaviour policy is at
+    most a version or two behind the learner. ``decay_learning_rate``: a linear decay to 0 that
+    spans ``max_actor_steps`` (and follows a ``--config.max_actor_steps`` change).
+    """
+    config = base_config(agent, task, max_actor_steps, pull_period=int(learner.unroll_length))
+    config.launcher = "single"
+    config.num_actors = 1
+    config.envs_per_actor = int(envs)
+    config.learner = learner
+    steps_per_batch = int(learner.unroll_length) * int(learner.unrolls_per_batch)
+    if decay_learning_rate:
+        learner.learning_rate_decay_updates = config.get_ref("max_actor_steps") // steps_per_batch
+    # The queue: FIFO, each unroll sampled once, inserts block when two batches wait.
+    config.replay.rate_limiter = "queue"
+    config.replay.max_size = 2 * int(learner.unrolls_per_batch)
+    config.replay.min_size = int(learner.unrolls_per_batch)
+    config.replay.samples_per_insert = 1.0
+    config.replay.max_times_sampled = 1
+    # Every unroll is one item; a chunk is one unroll (chunk_size counts env steps).
+    config.chunk_size = int(learner.unroll_length)
+    config.eval_every_steps = max(max_actor_steps // 50, steps_per_batch)
+    config.eval_episodes = 10
     return config

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from absl import flags, logging
 from ml_collections import config_flags
 
-from launchpad_programs.launch import check_config, run_experiment
+from actorq.command_line import bad_input, fail
+from launchpad_programs.launch import check_config, check_run_directory, run_experiment
+from launchpad_programs.run_directory import run_errors
 
 
 def make_main(default_config: str) -> Callable[[list[str]], None]:
@@ -22,31 +24,14 @@ def make_main(default_config: str) -> Callable[[list[str]], None]:
         # Orbax and jax log every checkpoint step at INFO; keep the terminal for progress.
         if not flags.FLAGS["verbosity"].present:
             logging.set_verbosity(logging.WARNING)
-        try:
+        with bad_input():  # a bad flag or run dir: one line, not a traceback
             check_config(config_flag.value)
-        except (ValueError, ImportError) as e:  # a bad flag: one line, not a traceback
-            raise SystemExit(f"error: {e}") from None
-        summary = run_experiment(config_flag.value, resume=resume_flag.value)
+            check_run_directory(config_flag.value, resume_flag.value)
+        try:
+            summary = run_experiment(config_flag.value, resume=resume_flag.value)
+        except run_errors() as error:  # a run dir that turned out unusable (no intact checkpoint)
+            fail(error)
         print("summary:", summary)
 
     return main
 
-
-def parse_ints(values: str | Sequence[str | int], name: str) -> list[int]:
-    """A list flag (``DEFINE_list``: ``--seeds=0,1,2``) as ``[0, 1, 2]``; ValueError naming the
-    flag for an empty list, a non-integer or a duplicate."""
-    items = values.split(",") if isinstance(values, str) else list(values)
-    out: list[int] = []
-    for item in items:
-        text = str(item).strip()
-        if not text:
-            continue
-        try:
-            out.append(int(text))
-        except ValueError:
-            raise ValueError(f"--{name}: {text!r} is not an integer") from None
-    if not out:
-        raise ValueError(f"--{name} is empty")
-    if len(set(out)) != len(out):
-        raise ValueError(f"--{name} has duplicates: {out}")
-    return out

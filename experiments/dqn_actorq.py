@@ -4,11 +4,10 @@
         --config.quantizer=int8 --config.num_actors=4 --config.seed=1
 """
 
-from absl import app
-
+from actorq.command_line import run_absl
 from experiments.cli import make_main
 
 main = make_main("configs/dqn_actorq.py:cartpole")
 
 if __name__ == "__main__":
-    app.run(main)
+    run_absl(main)

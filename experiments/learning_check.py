@@ -14,19 +14,20 @@ reached the threshold within ``--within_steps`` actor steps and how many ended a
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from absl import app, flags
+from absl import flags
 from ml_collections import config_flags
 
+from actorq.command_line import bad_input, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, surviving_rows
 from actorq.metrics.machine import machine_name
-from experiments.cli import parse_ints
-from launchpad_programs.study_runs import run_grid
+from launchpad_programs.study_runs import check_grid, run_grid
 
 
 def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
@@ -168,8 +169,14 @@ def main(argv: list[str]) -> None:
     del argv
     config = _CONFIG.value
     out_dir = Path(_OUT_DIR.value)
-    run_dirs = run_grid(config, _QUANTIZERS.value, parse_ints(_SEEDS.value, "seeds"), out_dir,
-                        reuse=_REUSE.value)
+    with bad_input():
+        seeds = parse_ints(_SEEDS.value, "seeds")
+        check_grid(config, _QUANTIZERS.value, seeds, out_dir)
+        if not math.isfinite(_THRESHOLD.value):
+            raise ValueError(f"--threshold must be finite, got {_THRESHOLD.value}")
+        if _WITHIN.value < 0:
+            raise ValueError(f"--within_steps must be >= 0, got {_WITHIN.value}")
+    run_dirs = run_grid(config, _QUANTIZERS.value, seeds, out_dir, reuse=_REUSE.value)
     rows = [summarize_run(path, _THRESHOLD.value) for path in run_dirs]
     within = _WITHIN.value or int(config.max_actor_steps)
     totals = summarize(rows, _THRESHOLD.value, within)
@@ -193,4 +200,4 @@ if __name__ == "__main__":
                                    required=True)
     _REUSE = flags.DEFINE_bool("reuse", True, "reuse (or resume) runs already in out_dir")
     flags.mark_flag_as_required("config")
-    app.run(main)
+    run_absl(main)

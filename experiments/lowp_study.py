@@ -40,14 +40,15 @@ from typing import Any
 
 import ml_collections
 import numpy as np
-from absl import app, flags, logging
+from absl import flags, logging
 
 from actorq.agents.sac.config import FIX_NAMES, PRECISIONS
 from actorq.analysis.report import json_safe
 from actorq.analysis.runs import config_differences, config_to_dict, run_status
+from actorq.command_line import bad_input, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, surviving_rows
 from actorq.metrics.machine import machine_name
-from experiments.cli import parse_ints
+from launchpad_programs.study_runs import check_grid
 
 FAILURE_FILE = "failure.json"
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
@@ -633,11 +634,15 @@ def main(argv: list[str]) -> None:
     """Runs the study described by the flags and prints the report."""
     del argv
     config = _CONFIG.value
-    variants = parse_variants(_VARIANTS.value)
-    seeds = parse_ints(_SEEDS.value, "seeds")
-    steps = _ABLATION_STEPS.value or int(config.max_actor_steps) // 2
-    if steps < 1:
-        raise app.UsageError("--ablation_steps must be >= 1")
+    with bad_input():
+        variants = parse_variants(_VARIANTS.value)
+        seeds = parse_ints(_SEEDS.value, "seeds")
+        steps = _ABLATION_STEPS.value or int(config.max_actor_steps) // 2
+        if steps < 1:
+            raise ValueError("--ablation_steps must be >= 1")
+        if _ABLATION_SEED.value < 0:
+            raise ValueError(f"--ablation_seed must be >= 0, got {_ABLATION_SEED.value}")
+        check_grid(config, [str(config.quantizer)], seeds, _OUT_DIR.value)
     command = "python -m experiments.lowp_study " + " ".join(
         shlex.quote(a) for a in _without_note(sys.argv[1:]))
     out_dir = Path(_OUT_DIR.value)
@@ -667,4 +672,4 @@ if __name__ == "__main__":
         "also run int8 actors + fp16 learner vs fp32 actors + fp32 learner (first seed)")
     _NOTE = flags.DEFINE_string("note", "", "a line for the report's header (e.g. a cut budget)")
     flags.mark_flag_as_required("config")
-    app.run(main)
+    run_absl(main)

@@ -11,10 +11,11 @@ each on the same episode seeds and compares actions on the fp32 rollouts' observ
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
 from actorq.analysis.ptq import (
     DEFAULT_COMPARE,
@@ -24,7 +25,10 @@ from actorq.analysis.ptq import (
     run_ptq_study,
     write_ptq_report,
 )
+from actorq.analysis.runs import has_checkpoint
 from actorq.analysis.trained_policy import load_trained_policy
+from actorq.command_line import bad_input, run_absl
+from actorq.runtime.policy_runtime import make_policy_runtime
 
 
 def ptq_study(
@@ -39,13 +43,32 @@ def ptq_study(
     compare: str = DEFAULT_COMPARE,
 ) -> Path:
     """Runs the study on ``run_dir``'s policy and writes the report; returns ``ptq.md``'s path."""
-    specs = parse_quantizers(quantizers)  # fail on a bad list before loading anything
-    if episodes < 1:
-        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    specs = check_study_args(run_dir, quantizers, episodes, temperature, runtime,
+                             max_observations)
     policy = load_trained_policy(run_dir)
     study = run_ptq_study(policy, specs, episodes, seed, temperature, runtime, max_observations)
     paths = write_ptq_report(study, out_dir or Path(run_dir) / "ptq", compare)
     return paths["md"]
+
+
+def check_study_args(run_dir: str | Path, quantizers: str | Sequence[str], episodes: int,
+                     temperature: float, runtime: str, max_observations: int) -> list[str]:
+    """Validates the study's inputs before anything loads; returns the quantizer list.
+    Raises ValueError or FileNotFoundError naming the bad input."""
+    specs = parse_quantizers(quantizers)
+    if episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"--temperature must be a finite number > 0, got {temperature}")
+    if max_observations < 1:
+        raise ValueError(f"--max_observations must be >= 1, got {max_observations}")
+    make_policy_runtime(runtime)  # names the valid runtimes
+    path = Path(run_dir)
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"--run_dir {path} holds no run (no config.json)")
+    if not has_checkpoint(path):
+        raise FileNotFoundError(f"--run_dir {path} holds no checkpoint to load a policy from")
+    return specs
 
 
 def _define_flags() -> None:
@@ -65,6 +88,9 @@ def main(argv: list[str]) -> None:
     """Runs the study from flags and prints the table."""
     del argv
     f = flags.FLAGS
+    with bad_input():
+        check_study_args(f.run_dir, f.quantizers, f.episodes, f.temperature, f.runtime,
+                         f.max_observations)
     md = ptq_study(f.run_dir, f.quantizers, f.episodes, f.out_dir or None, f.seed,
                    f.temperature, f.runtime, f.max_observations, f.compare)
     print(md.read_text())
@@ -72,4 +98,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    run_absl(main)

@@ -22,7 +22,7 @@ from typing import Any
 
 import ml_collections
 import numpy as np
-from absl import app, flags
+from absl import flags
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -30,7 +30,8 @@ from actorq.analysis.plots import precision_order, safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.report import json_safe
 from actorq.analysis.speedup import read_json_object
-from experiments.cli import parse_ints
+from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
+from launchpad_programs.launch import check_config
 from launchpad_programs.study_runs import run_or_load
 
 COMMUNICATION: tuple[str, ...] = ("pull", "deserialize", "load")
@@ -187,16 +188,17 @@ def plot_ablation(rows: Sequence[dict[str, Any]], path: str | Path, title: str) 
     return out
 
 
-def run_ablation(
+def plan_ablation(
     config: ml_collections.ConfigDict,
     pull_periods: str | Sequence[int],
     quantizers: str | Sequence[str],
     seeds: str | Sequence[int],
     out_dir: str | Path,
     max_actor_steps: int | None = None,
-    reuse: bool = True,
-) -> list[Path]:
-    """Runs (or reuses) every (pull period, precision, seed) of ``config``; returns run dirs."""
+) -> list[tuple[ml_collections.ConfigDict, Path]]:
+    """Every (pull period, precision, seed) run of ``config`` as ``(config, run dir)``, each
+    checked (``check_config``), with ``out_dir`` writable: bad input fails here, before any run
+    (ValueError/OSError naming it)."""
     periods = parse_ints(pull_periods, "pull_periods")
     if any(p < 1 for p in periods):
         raise ValueError(f"--pull_periods must be >= 1, got {periods}")
@@ -204,7 +206,8 @@ def run_ablation(
     seed_list = parse_ints(seeds, "seeds")
     if max_actor_steps is not None and max_actor_steps < 1:
         raise ValueError(f"--max_actor_steps must be >= 1, got {max_actor_steps}")
-    dirs = []
+    out = check_writable_dir(out_dir, "--out_dir")
+    plan = []
     for period in periods:
         for spec in specs:
             for seed in seed_list:
@@ -214,9 +217,23 @@ def run_ablation(
                 run_config.seed = seed
                 if max_actor_steps is not None:
                     run_config.max_actor_steps = max_actor_steps
-                name = f"pull{period}_{safe_name(spec)}_seed{seed}"
-                dirs.append(run_or_load(run_config, Path(out_dir) / name, reuse))
-    return dirs
+                check_config(run_config)
+                plan.append((run_config, out / f"pull{period}_{safe_name(spec)}_seed{seed}"))
+    return plan
+
+
+def run_ablation(
+    config: ml_collections.ConfigDict,
+    pull_periods: str | Sequence[int],
+    quantizers: str | Sequence[str],
+    seeds: str | Sequence[int],
+    out_dir: str | Path,
+    max_actor_steps: int | None = None,
+    reuse: bool = True,
+) -> list[Path]:
+    """Runs (or reuses) every run of :func:`plan_ablation`; returns their directories."""
+    plan = plan_ablation(config, pull_periods, quantizers, seeds, out_dir, max_actor_steps)
+    return [run_or_load(run_config, path, reuse) for run_config, path in plan]
 
 
 def write_ablation_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Path:
@@ -271,9 +288,17 @@ def main(argv: list[str]) -> None:
     """Runs (or reads) the ablation and prints its table."""
     del argv
     f = flags.FLAGS
-    if f.run_dirs:
-        dirs = [Path(d) for d in f.run_dirs]
-    else:
+    with bad_input():
+        if f.run_dirs:
+            dirs = [Path(d) for d in f.run_dirs]
+            for d in dirs:
+                if not (d / "config.json").is_file():
+                    raise FileNotFoundError(f"--run_dirs: {d} holds no run (no config.json)")
+        else:
+            plan_ablation(f.config, f.pull_periods, f.quantizers, f.seeds, f.out_dir,
+                          f.max_actor_steps or None)
+        check_writable_dir(f.out_dir, "--out_dir")
+    if not f.run_dirs:
         dirs = run_ablation(f.config, f.pull_periods, f.quantizers, f.seeds, f.out_dir,
                             f.max_actor_steps or None, f.reuse)
     print(write_ablation_report(dirs, f.out_dir).read_text())
@@ -281,4 +306,4 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    run_absl(main)

@@ -23,20 +23,22 @@ by the same rate limiter, but the error buffer lets them drift: there it is an e
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import ml_collections
-from absl import app, flags
+from absl import flags
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from actorq.analysis.ptq import relative_error
 from actorq.analysis.report import json_safe
 from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
+from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.quantization.numerics import check_bits
-from experiments.cli import parse_ints
+from launchpad_programs.launch import check_config
 from launchpad_programs.study_runs import run_or_load
 
 BASELINE = "fp32"
@@ -67,16 +69,17 @@ def parse_bits(bits: str | Sequence[int | str]) -> list[int]:
     return values
 
 
-def run_sweep(
+def plan_sweep(
     config: ml_collections.ConfigDict,
     bits: str | Sequence[int],
     seeds: str | Sequence[int],
     out_dir: str | Path,
     delay_fraction: float = DEFAULT_DELAY_FRACTION,
     delay_steps: int | None = None,
-    reuse: bool = True,
-) -> list[Path]:
-    """Runs (or reuses) the fp32 baseline and one QAT run per bit width and seed.
+) -> list[tuple[ml_collections.ConfigDict, Path]]:
+    """The sweep's runs, ``(config, run dir)``: per seed the fp32 baseline, then one QAT run per
+    bit width. Every config is checked (``check_config``) and ``out_dir`` must be writable, so
+    bad input fails here, before anything runs (ValueError/OSError naming it).
 
     ``delay_steps`` (learner SGD steps) overrides ``delay_fraction`` when given.
     """
@@ -86,24 +89,42 @@ def run_sweep(
         raise ValueError(f"the {config.agent} learner config has no qat_bits/qat_delay_steps")
     if delay_steps is not None and delay_steps < 0:
         raise ValueError(f"--qat_delay_steps must be >= 0, got {delay_steps}")
+    if not (math.isfinite(delay_fraction) and 0 <= delay_fraction <= 1):
+        raise ValueError(f"--qat_delay_fraction must be in [0, 1], got {delay_fraction}")
     delay = qat_delay_steps(config, delay_fraction) if delay_steps is None else delay_steps
-    out = Path(out_dir)
-    dirs = []
+    out = check_writable_dir(out_dir, "--out_dir")
+    plan = []
     for seed in seed_list:
         base = config.copy_and_resolve_references()
         base.seed = seed
         base.quantizer = BASELINE
         base.learner.qat_bits = None
         base.learner.qat_delay_steps = 0
-        dirs.append(run_or_load(base, out / f"{BASELINE}_seed{seed}", reuse))
+        plan.append((base, out / f"{BASELINE}_seed{seed}"))
         for b in bit_list:
             run = config.copy_and_resolve_references()
             run.seed = seed
             run.quantizer = f"int{b}"
             run.learner.qat_bits = b
             run.learner.qat_delay_steps = delay
-            dirs.append(run_or_load(run, out / f"int{b}_qat_seed{seed}", reuse))
-    return dirs
+            plan.append((run, out / f"int{b}_qat_seed{seed}"))
+    for run_config, _ in plan:
+        check_config(run_config)
+    return plan
+
+
+def run_sweep(
+    config: ml_collections.ConfigDict,
+    bits: str | Sequence[int],
+    seeds: str | Sequence[int],
+    out_dir: str | Path,
+    delay_fraction: float = DEFAULT_DELAY_FRACTION,
+    delay_steps: int | None = None,
+    reuse: bool = True,
+) -> list[Path]:
+    """Runs (or reuses) every run of :func:`plan_sweep`; returns their directories."""
+    plan = plan_sweep(config, bits, seeds, out_dir, delay_fraction, delay_steps)
+    return [run_or_load(run_config, path, reuse) for run_config, path in plan]
 
 
 def _run_bits(config: dict[str, Any]) -> int | None:
@@ -254,10 +275,12 @@ def main(argv: list[str]) -> None:
     del argv
     f = flags.FLAGS
     delay = f.qat_delay_steps if f.qat_delay_steps >= 0 else None
+    with bad_input():
+        plan_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay)
     dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
     print(write_qat_report(dirs, f.out_dir).read_text())
 
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    run_absl(main)

@@ -5,11 +5,10 @@
         --config.learner.lowp_fixes=all --config.seed=1
 """
 
-from absl import app
-
+from actorq.command_line import run_absl
 from experiments.cli import make_main
 
 main = make_main("configs/sac_actorq.py:walker_stand")
 
 if __name__ == "__main__":
-    app.run(main)
+    run_absl(main)

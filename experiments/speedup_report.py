@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from absl import app, flags
+from absl import flags
 
 from actorq.analysis.report import find_run_dirs, write_speedup_report
-from experiments.cli import parse_ints
-from launchpad_programs.study_runs import run_grid
+from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
+from launchpad_programs.study_runs import check_grid, run_grid
 
 
 def _define_flags() -> None:
@@ -49,29 +49,43 @@ def main(argv: list[str]) -> None:
     """Dispatches read mode (--run_dirs/--runs_root) or run mode (--config)."""
     del argv
     f = flags.FLAGS
-    read_mode = bool(f.run_dirs or f.runs_root)
-    if read_mode and f.config is not None:
-        raise app.UsageError("give either --config (run mode) or --run_dirs/--runs_root (read)")
-    if f.run_dirs and f.runs_root:
-        raise app.UsageError("give --run_dirs or --runs_root, not both")
-    if read_mode:
-        dirs = [Path(d) for d in f.run_dirs] if f.run_dirs else find_run_dirs(f.runs_root)
-        if not dirs:
-            raise app.UsageError(f"no run directories (config.json) under {f.runs_root}")
-        out_dir = f.out_dir or f.runs_root
-        if not out_dir:
-            raise app.UsageError("--out_dir is required with --run_dirs")
-    elif f.config is not None:
-        if not f.out_dir:
-            raise app.UsageError("--out_dir is required in run mode")
-        out_dir = f.out_dir
-        dirs = run_grid(f.config, f.quantizers, parse_ints(f.seeds, "seeds"), out_dir, f.reuse)
-    else:
-        raise app.UsageError("give --config (run mode) or --run_dirs/--runs_root (read mode)")
+    with bad_input():
+        read_mode = bool(f.run_dirs or f.runs_root)
+        if read_mode and f.config is not None:
+            raise ValueError("give either --config (run mode) or --run_dirs/--runs_root (read)")
+        if f.run_dirs and f.runs_root:
+            raise ValueError("give --run_dirs or --runs_root, not both")
+        if not (0 < f.fraction <= 1):
+            raise ValueError(f"--fraction must be in (0, 1], got {f.fraction}")
+        if f.window < 1:
+            raise ValueError(f"--window must be >= 1, got {f.window}")
+        if read_mode:
+            if f.runs_root and not Path(f.runs_root).is_dir():
+                raise FileNotFoundError(f"--runs_root {f.runs_root} is not a directory")
+            dirs = [Path(d) for d in f.run_dirs] if f.run_dirs else find_run_dirs(f.runs_root)
+            if not dirs:
+                raise FileNotFoundError(f"no run directories (config.json) under {f.runs_root}")
+            missing = [str(d) for d in dirs if not (d / "config.json").is_file()]
+            if missing:
+                raise FileNotFoundError(f"--run_dirs without a run (no config.json): {missing}")
+            out_dir = f.out_dir or f.runs_root
+            if not out_dir:
+                raise ValueError("--out_dir is required with --run_dirs")
+        elif f.config is not None:
+            if not f.out_dir:
+                raise ValueError("--out_dir is required in run mode")
+            out_dir = f.out_dir
+            seeds = parse_ints(f.seeds, "seeds")
+            check_grid(f.config, f.quantizers, seeds, out_dir)
+        else:
+            raise ValueError("give --config (run mode) or --run_dirs/--runs_root (read mode)")
+        check_writable_dir(out_dir, "--out_dir")
+    if not read_mode:
+        dirs = run_grid(f.config, f.quantizers, seeds, out_dir, f.reuse)
     md = write_speedup_report(dirs, out_dir, f.fraction, f.window)
     print(md.read_text())
 
 
 if __name__ == "__main__":
     _define_flags()
-    app.run(main)
+    run_absl(main)

@@ -45,6 +45,7 @@ from typing import Any
 import ml_collections
 from absl import logging
 
+from actorq.core import Builder
 from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 from launchpad_programs.run_directory import RunDirectory
 
@@ -68,6 +69,25 @@ def envs_label(config: ml_collections.ConfigDict) -> str:
     return f"{k} x " if k > 1 else ""
 
 
+def _item_name(builder: Builder) -> str:
+    if builder.data_path == "queue":
+        return f"{builder.steps_per_item}-step unroll"
+    return f"{builder.n_step}-step transition"
+
+
+def _data_description(config: ml_collections.ConfigDict, builder: Builder) -> str:
+    """The learner's batches and table, in words."""
+    replay = config.replay
+    if builder.data_path == "queue":
+        return (f"batches of {builder.batch_items} {_item_name(builder)}s from a "
+                f"Queue(max_size={replay.max_size}) (FIFO, each unroll once)")
+    pacing = (f"paced at {replay.samples_per_insert:g} samples/insert (ratio rate limiter)"
+              if replay.rate_limiter == "ratio" else "unpaced (rate limiter none)")
+    return (f"batch {builder.config.batch_size} x {builder.config.sgd_steps_per_call} SGD "
+            f"steps/call, replay Table(max_size={replay.max_size}, min_size={replay.min_size}, "
+            f"{'prioritized' if builder.uses_priorities else 'uniform'}), {pacing}")
+
+
 def program_actors(config: ml_collections.ConfigDict) -> int:
     """Actor nodes in the program: ``num_actors`` (one for the single launcher, which
     interleaves one actor with the learner)."""
@@ -77,24 +97,22 @@ def program_actors(config: ml_collections.ConfigDict) -> int:
 
 
 def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None = None,
-                 resume: bool = False, builder: Any | None = None) -> Program:
+                 resume: bool = False, builder: Builder | None = None) -> Program:
     """The ActorQ program for ``config`` (agent, task, quantizers and actor count from it).
     ``run_dir`` is where the learner writes (needed to launch, not to print)."""
     from launchpad_programs import nodes as node_lib
     from launchpad_programs.placement import ray_actor_options, ray_learner_options
-    from launchpad_programs.workers import SINGLE_THREAD_ENV
+    from launchpad_programs.thread_env import SINGLE_THREAD_ENV
 
     num_actors = program_actors(config)
     if num_actors < 1:
         raise ValueError(f"an ActorQ program needs num_actors >= 1, got {num_actors}")
     builder = builder if builder is not None else node_lib.make_builder_for(config)
     network = builder.policy_network
-    learner_cfg = builder.config
     chunk_size = int(config.chunk_size)
     precisions = node_lib.actor_quantizers(config)
     policy = (f"MLP {builder.observation_size} -> {'x'.join(map(str, network.hidden_sizes))} "
               f"-> {network.output_size}")
-    replay = config.replay
     actor_names = tuple(f"actor_{i}" for i in range(num_actors))
     actor_options = ray_actor_options(config)
     nodes: list[Node] = [
@@ -104,13 +122,7 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
                     "actors": actor_names, "evaluator": "evaluator"},
             kind="learner", main=True, ray_options=ray_learner_options(config),
             runs=(f"{type(builder).__name__}.make_learner: full-precision {config.agent} on "
-                  f"{policy}, batch {learner_cfg.batch_size} x "
-                  f"{learner_cfg.sgd_steps_per_call} SGD steps/call, replay "
-                  f"Table(max_size={replay.max_size}, min_size={replay.min_size}, "
-                  f"{'prioritized' if builder.uses_priorities else 'uniform'})"
-                  + (f", paced at {replay.samples_per_insert:g} samples/insert (ratio rate "
-                     "limiter)" if replay.rate_limiter == "ratio"
-                     else ", unpaced (rate limiter none)")
+                  f"{policy}, {_data_description(config, builder)}"
                   + f"; quantizes with {', '.join(node_lib.published_precisions(config))} and "
                   f"publishes {publish_policy(config)}"),
         ),
@@ -130,14 +142,14 @@ def make_program(config: ml_collections.ConfigDict, run_dir: RunDirectory | None
             runs=(f"FeedForwardActor on {envs_label(config)}{config.task} "
                   f"({config.actor_runtime} runtime, {precisions[i]} package, exploration "
                   f"{i}/{num_actors}), pulls every {config.pull_period} steps, "
-                  f"{builder.n_step}-step adder, chunks of {chunk_size}"),
+                  f"{_item_name(builder)} adder, chunks of {chunk_size} steps"),
         ))
     channels = (
         Channel("weights", "variable", ("learner",), (*actor_names, "evaluator"),
                 f"one package per precision in use ({', '.join(dict.fromkeys(precisions))}), "
                 f"once per version; actors pull every {config.pull_period} steps"),
         Channel("experience", "stream", actor_names, ("learner",),
-                f"numpy chunks of {chunk_size} {builder.n_step}-step transitions"),
+                f"numpy chunks of {chunk_size} steps as {_item_name(builder)}s"),
         Channel("logs", "stream", (*actor_names, "evaluator"), ("learner",),
                 "episode rows, evaluation rows, runtime breakdowns"),
         Channel("steps", "counter", actor_names, ("learner", "evaluator"),
@@ -297,7 +309,6 @@ class LearnerNode:
         from actorq.replay import AdmissionQueue
         from launchpad_programs import nodes
         from launchpad_programs.pacing import ActorPacing
-        from launchpad_programs.run_directory import check_keep_checkpoints
 
         if run_dir is None:
             raise ValueError("launching an ActorQ program needs make_program(config, run_dir)")
@@ -310,8 +321,7 @@ class LearnerNode:
         builder = nodes.make_builder_for(config)
         self.builder = builder
         table = nodes.make_table(config, builder)
-        learner_cfg = builder.config
-        self._batch_items = learner_cfg.batch_size * learner_cfg.sgd_steps_per_call
+        self._batch_items = builder.batch_items
         warmup = nodes.WarmupTable(table)
         learner = nodes.make_learner(config, builder, warmup, sample_timeout=5.0)
         self._packages = nodes.LearnerPackages(learner, builder,
@@ -320,7 +330,7 @@ class LearnerNode:
                                          config.seed)
         self._drift_row: dict[str, float] = {}
         self._checkpointer = Checkpointer(run_dir.checkpoints,
-                                          max_to_keep=check_keep_checkpoints(config))
+                                          max_to_keep=int(config.keep_checkpoints))
         self._events = JSONLLogger(run_dir.path / EVENTS_FILE)
         counters: dict[str, Any] = {
             "actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0,
@@ -370,7 +380,7 @@ class LearnerNode:
         base_steps = int(counters["actor_steps"])
         self._base_steps = base_steps
         self._pacing = ActorPacing(table, base_steps, num_actors, nodes.envs_per_actor(config),
-                                   builder.n_step, 0)
+                                   builder.adder_lag, builder.steps_per_item)
         self._wall_offset = float(counters["wall_time_s"])
         self._max_steps = int(config.max_actor_steps)
         self._every_ckpt = int(config.checkpoint_every_steps)

@@ -7,6 +7,7 @@ from typing import Any
 
 import ml_collections
 
+from actorq.command_line import check_writable_dir
 from launchpad_programs.actorq_program import make_program
 from launchpad_programs.launchers import LAUNCHERS, launch
 from launchpad_programs.run_directory import RunDirectory, default_run_dir
@@ -15,9 +16,25 @@ from launchpad_programs.run_directory import RunDirectory, default_run_dir
 def check_config(config: ml_collections.ConfigDict) -> None:
     """Fails fast on a config that cannot run, before anything is created or written.
 
-    Raises ValueError (unknown launcher, quantizer or runtime; a bad ``envs_per_actor`` or
-    ``num_actors``) or ImportError (``ray`` without Ray installed), each naming the valid choices.
+    Raises ValueError (a numeric field out of its bounds: ``configs.common.EXPERIMENT_BOUNDS``
+    and the agent config's ``BOUNDS``; unknown launcher, quantizer or runtime; a bad
+    ``envs_per_actor`` or ``num_actors``) or ImportError (``ray`` without Ray installed), each
+    naming the valid choices.
     """
+    from actorq.agents.registry import agent_config
+    from actorq.analysis.runs import config_to_dict, flatten_config
+    from actorq.bounds import check_bounds
+    from configs.common import EXPERIMENT_BOUNDS
+
+    values = flatten_config(config_to_dict(config))
+    missing = sorted(set(EXPERIMENT_BOUNDS) - set(values))
+    if missing:
+        raise ValueError(f"the config lacks the experiment fields {missing}")
+    check_bounds(values, EXPERIMENT_BOUNDS)
+    if config.replay.min_size > config.replay.max_size:
+        raise ValueError(f"replay.min_size={config.replay.min_size} is above "
+                         f"replay.max_size={config.replay.max_size}: the learner could never start")
+    agent_config(config.agent, config.learner.to_dict())  # the learner fields' own bounds
     if config.launcher not in LAUNCHERS:
         raise ValueError(f"unknown launcher {config.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     from actorq.quantization import make_quantizer
@@ -45,6 +62,16 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         from launchpad_programs.launchers.ray import import_ray
 
         import_ray()
+
+
+def check_run_directory(config: ml_collections.ConfigDict, resume: bool) -> None:
+    """Fails fast on a run directory that cannot take this run, before anything is written:
+    not creatable or writable, already holding a run (without ``resume``), holding no run to
+    resume, or holding a run whose config differs in a key a resume may not change. Raises
+    OSError or ValueError with a one-line message."""
+    path = default_run_dir(config)
+    check_writable_dir(path, "--config.run_dir")
+    RunDirectory.check(path, config, resume)
 
 
 def run_experiment(config: ml_collections.ConfigDict, resume: bool = False) -> dict[str, Any]:

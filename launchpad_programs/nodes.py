@@ -8,6 +8,7 @@ small and start fast (only the learner side and the ``xla`` runtime import it).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,12 +17,10 @@ import ml_collections
 import numpy as np
 
 from actorq.agents.registry import builder_for_config
-from actorq.agents.transitions import learner_batches
-from actorq.core import Builder, VariableSource
+from actorq.core import Builder, Learner, VariableSource
 from actorq.envs import make_environment
 from actorq.quantization.package import PolicyPackage
-from actorq.replay import Prioritized, Table, Uniform
-from actorq.replay.adders import NStepTransitionAdder
+from actorq.replay import Prioritized, Table, Uniform, queue_table
 from actorq.runtime.actor import FeedForwardActor
 from actorq.runtime.breakdown import RuntimeBreakdown
 from actorq.runtime.environment_loop import evaluate
@@ -38,9 +37,12 @@ def make_builder_for(config: ml_collections.ConfigDict) -> Builder:
     return builder_for_config(config)
 
 
-def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
-    """The replay table: FIFO eviction, the configured rate limiter (``pacing``), sampler per
-    agent."""
+def make_table(config: ml_collections.ConfigDict, builder: Builder) -> Table:
+    """The learner's table: for the replay data path FIFO eviction, the configured rate limiter
+    (``pacing``) and the agent's sampler; for the queue data path a queue of unrolls."""
+    if builder.data_path == "queue":
+        return queue_table("queue", int(config.replay.max_size), builder.replay_signature(),
+                           seed=config.seed)
     from launchpad_programs.pacing import make_rate_limiter
 
     sampler = (
@@ -57,20 +59,12 @@ def make_table(config: ml_collections.ConfigDict, builder: Any) -> Table:
     )
 
 
-def make_learner(config: ml_collections.ConfigDict, builder: Any, table: Table,
-                 sample_timeout: float | None = None) -> Any:
-    """The agent's learner reading batches from ``table``."""
-    learner_config = builder.config
-    batches = learner_batches(
-        table,
-        learner_config.batch_size,
-        learner_config.sgd_steps_per_call,
-        timeout=sample_timeout,
-        with_sample_info=builder.uses_priorities,
-    )
+def make_learner(config: ml_collections.ConfigDict, builder: Builder, table: Table,
+                 sample_timeout: float | None = None) -> Learner:
+    """The agent's learner reading its batches from ``table``."""
     return builder.make_learner(
-        batches, config.seed, update_priorities=table.update_priorities,
-        replay_size=lambda: table.size,
+        builder.learner_batches(table, timeout=sample_timeout), config.seed,
+        update_priorities=table.update_priorities, replay_size=lambda: table.size,
     )
 
 
@@ -110,12 +104,13 @@ class LearnerVariableSource:
     and the learner has moved on since the last package.
     """
 
-    def __init__(self, learner: Any, builder: Any, quantizer_spec: str) -> None:
+    def __init__(self, learner: Any, builder: Builder, quantizer_spec: str) -> None:
         # Imported here: actor and evaluator processes import this module but never quantize,
         # and the quantizers bring JAX and AQT.
         from actorq.quantization import make_quantizer
 
         self._learner = learner
+        self._builder = builder
         self._network = builder.policy_network
         self._quantizer = make_quantizer(quantizer_spec)
         self._latest: tuple[int, bytes] | None = None
@@ -141,6 +136,10 @@ class LearnerVariableSource:
             start = time.perf_counter()
             package = self._quantizer.quantize(self._learner.policy_params(), self._network,
                                                version)
+            # The head and the observation normalizer travel in fp32 beside the layers.
+            extras = self._builder.policy_extras(self._learner)
+            if extras:
+                package = dataclasses.replace(package, **extras)
             self._latest = (version, package.to_bytes())
             self.latest_package = package
             self.quantize_seconds += time.perf_counter() - start
@@ -155,7 +154,7 @@ class LearnerPackages:
     returns ``(version, {precision: bytes})`` for the weights channel.
     """
 
-    def __init__(self, learner: Any, builder: Any, precisions: list[str]) -> None:
+    def __init__(self, learner: Any, builder: Builder, precisions: list[str]) -> None:
         if not precisions:
             raise ValueError("a program publishes at least one precision")
         self.sources = {p: LearnerVariableSource(learner, builder, p) for p in precisions}
@@ -182,7 +181,7 @@ class LearnerPackages:
 
 def make_actor(
     config: ml_collections.ConfigDict,
-    builder: Any,
+    builder: Builder,
     source: VariableSource,
     actor_index: int,
     num_actors: int,
@@ -191,8 +190,8 @@ def make_actor(
     step_offset: int = 0,
     exploration_steps_done: int = 0,
 ) -> tuple[FeedForwardActor, VariableClient]:
-    """Actor ``actor_index``: its own runtime, variable client, exploration and one n-step adder
-    per environment (``envs_per_actor``).
+    """Actor ``actor_index``: its own runtime, variable client, exploration (or the package's
+    stochastic head) and one adder per environment (``envs_per_actor``).
 
     ``exploration_steps_done``: steps this actor already took (a restarted actor process)
     so its exploration schedule (e.g. epsilon decay) continues instead of starting over.
@@ -206,15 +205,15 @@ def make_actor(
     # replaying the same noise sequence.
     seed = config.seed * 7919 + actor_index * ACTOR_SEED_STRIDE + step_offset
     exploration = builder.make_exploration(actor_index, num_actors, seed)
-    if exploration_steps_done:
+    if exploration is not None and exploration_steps_done:
         base_exploration, done = exploration, int(exploration_steps_done)
 
         def exploration(outputs: np.ndarray, step: int) -> np.ndarray:
             return base_exploration(outputs, step + done)
 
-    adders = [NStepTransitionAdder(emit, builder.n_step, builder.discount)
-              for _ in range(envs_per_actor(config))]
-    return FeedForwardActor(runtime, client, exploration, adders, breakdown), client
+    adders = [builder.make_adder(emit) for _ in range(envs_per_actor(config))]
+    actor = FeedForwardActor(runtime, client, exploration, adders, breakdown, seed=seed)
+    return actor, client
 
 
 def envs_per_actor(config: ml_collections.ConfigDict) -> int:
@@ -240,7 +239,7 @@ class Evaluator:
     It runs the same quantized package the actors run (that is the policy being deployed).
     """
 
-    def __init__(self, config: ml_collections.ConfigDict, builder: Any) -> None:
+    def __init__(self, config: ml_collections.ConfigDict, builder: Builder) -> None:
         self._env = make_environment(config.task, seed=config.seed + EVAL_SEED_OFFSET)
         self._runtime = make_policy_runtime(config.actor_runtime)
         self._builder = builder
@@ -276,7 +275,7 @@ class DriftMonitor:
 
     BATCH = 256
 
-    def __init__(self, builder: Any, table: Table, min_size: int, seed: int = 0) -> None:
+    def __init__(self, builder: Builder, table: Table, min_size: int, seed: int = 0) -> None:
         self._builder = builder
         self._table = table
         self._min_size = int(min_size)
@@ -295,7 +294,9 @@ class DriftMonitor:
                 return {}
             from actorq.analysis.drift import PolicyDrift
 
-            observations = self._table.peek(self.BATCH, self._seed)["observation"]
+            peeked = self._table.peek(self.BATCH, self._seed)["observation"]
+            # Unroll items hold [T, obs] observations: any BATCH of their steps will do.
+            observations = peeked.reshape(-1, peeked.shape[-1])[: self.BATCH]
             self._drift = PolicyDrift(self._builder.policy_network,
                                       self._builder.evaluation_action, observations)
             # The same fixed batch calibrates quantizers that need data (GPTQ): from this
@@ -319,7 +320,7 @@ class DualEvaluator:
     the actors collected (both low) or only the policy they deployed (fp32 high, deployed low).
     """
 
-    def __init__(self, config: ml_collections.ConfigDict, builder: Any) -> None:
+    def __init__(self, config: ml_collections.ConfigDict, builder: Builder) -> None:
         self._deployed = Evaluator(config, builder)
         self._fp32 = Evaluator(config, builder) if evaluates_fp32(config) else None
 

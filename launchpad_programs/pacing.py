@@ -28,13 +28,11 @@ import ml_collections
 
 from actorq.replay import MinSize, RateLimiter, SampleToInsertRatio, Table
 
-RATE_LIMITERS = ("ratio", "none")
+# ratio and none pace a replay table; queue is the on-policy data path's (an agent whose builder
+# says data_path="queue" must use it, and only it may).
+RATE_LIMITERS = ("ratio", "none", "queue")
 # Step limit shared when inserts never block (fits the control channel's int64).
 UNLIMITED_STEPS = 1 << 62
-
-
-def _batch_items(builder: Any) -> int:
-    return int(builder.config.batch_size) * int(builder.config.sgd_steps_per_call)
 
 
 def error_buffer(config: ml_collections.ConfigDict, builder: Any) -> float:
@@ -44,7 +42,7 @@ def error_buffer(config: ml_collections.ConfigDict, builder: Any) -> float:
     replay = config.replay
     spi = float(replay.samples_per_insert)
     tolerance = float(replay.samples_per_insert_tolerance)
-    return max(float(replay.min_size) * tolerance * spi, _batch_items(builder) + 2.0 * spi)
+    return max(float(replay.min_size) * tolerance * spi, builder.batch_items + 2.0 * spi)
 
 
 def check_pacing(config: ml_collections.ConfigDict) -> None:
@@ -56,6 +54,25 @@ def check_pacing(config: ml_collections.ConfigDict) -> None:
             f"unknown replay.rate_limiter {kind!r}; valid: {', '.join(RATE_LIMITERS)}")
     if int(replay.min_size) < 1:
         raise ValueError(f"replay.min_size must be >= 1, got {replay.min_size}")
+    from actorq.agents.registry import agent_data_path
+
+    if agent_data_path(config.agent) == "queue":
+        if kind != "queue":
+            raise ValueError(
+                f"{config.agent} learns on-policy from a queue of unrolls: it needs "
+                f"replay.rate_limiter='queue', got {kind!r}")
+        if int(replay.max_times_sampled) != 1:
+            raise ValueError("replay.rate_limiter='queue' takes each unroll once: "
+                             f"replay.max_times_sampled must be 1, got {replay.max_times_sampled}")
+        if int(config.learner.unrolls_per_batch) > int(replay.max_size):
+            raise ValueError(
+                f"learner.unrolls_per_batch={config.learner.unrolls_per_batch} does not fit a "
+                f"queue of replay.max_size={replay.max_size} unrolls: the learner could never "
+                "take a batch")
+        return
+    if kind == "queue":
+        raise ValueError(f"replay.rate_limiter='queue' is the on-policy data path; "
+                         f"{config.agent} learns from a replay table (use 'ratio' or 'none')")
     if kind == "none":
         if config.launcher == "single":
             raise ValueError(
@@ -85,6 +102,10 @@ def make_rate_limiter(config: ml_collections.ConfigDict, builder: Any) -> RateLi
     """The table's rate limiter for ``config.replay`` (see the module docstring)."""
     check_pacing(config)
     replay = config.replay
+    if replay.rate_limiter == "queue":
+        from actorq.replay.rate_limiters import Queue
+
+        return Queue(int(replay.max_size))
     if replay.rate_limiter == "none":
         return MinSize(int(replay.min_size))
     return SampleToInsertRatio(float(replay.samples_per_insert), int(replay.min_size),
@@ -94,23 +115,24 @@ def make_rate_limiter(config: ml_collections.ConfigDict, builder: Any) -> RateLi
 class ActorPacing:
     """The table's insert admission as a global actor-step limit.
 
-    Every env step eventually becomes one replay item, so actors may take as many steps (this
-    run) as the table has admitted items (this run), plus ``slack``: the items each actor can hold
-    back through no fault of its own (n-step adders emit an item only ``n`` steps later; one
+    Every ``steps_per_item`` env steps eventually become one item (one per step for n-step
+    transitions, one per unroll of T steps), so actors may take as many steps (this run) as the
+    table has admitted items times ``steps_per_item``, plus ``slack``: the steps each actor can
+    hold back through no fault of its own (an adder emits only ``adder_lag`` steps later; one
     batched call steps ``envs_per_actor`` environments past the limit). Actors flush their
-    experience chunk before they wait. An actor killed mid-run loses what it held (adders, unsent
-    chunks, on Ray unused step claims): the launcher reports how many of its steps never became
-    items (:meth:`actor_lost`) and the limit allows for them. Without the slack
-    actors could stop short of what the learner needs to sample, and both would wait.
+    experience chunk before they wait. An actor killed mid-run loses what it held (adders,
+    unsent chunks, on Ray unused step claims): the launcher reports how many of its steps never
+    became items (:meth:`actor_lost`) and the limit allows for them. Without the slack actors
+    could stop short of what the learner needs to sample, and both would wait.
     """
 
     def __init__(self, table: Table, base_steps: int, num_actors: int, envs_per_actor: int,
-                 n_step: int, chunk_size: int) -> None:
+                 adder_lag: int, steps_per_item: int = 1) -> None:
         self._table = table
-        self._offset = int(base_steps) - table.num_inserts
-        self._per_actor = int(envs_per_actor) * (int(n_step) + 1)
+        self._steps_per_item = int(steps_per_item)
+        self._offset = int(base_steps) - table.num_inserts * self._steps_per_item
+        self._per_actor = int(envs_per_actor) * (int(adder_lag) + self._steps_per_item - 1)
         self._slack = int(num_actors) * self._per_actor
-        del chunk_size  # what a dead actor held is counted exactly (actor_lost)
         self._lost: dict[int, int] = {}
 
     def step_limit(self) -> int:
@@ -118,7 +140,8 @@ class ActorPacing:
         admitted = self._table.admitted_inserts()
         if math.isinf(admitted):
             return UNLIMITED_STEPS
-        return self._offset + int(admitted) + self._slack + sum(self._lost.values())
+        return (self._offset + int(admitted) * self._steps_per_item + self._slack
+                + sum(self._lost.values()))
 
     def actor_lost(self, index: int, steps_without_items: int) -> None:
         """Actor ``index`` died: of the steps counted for it (all incarnations; on Ray that

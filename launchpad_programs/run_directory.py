@@ -10,6 +10,7 @@ from typing import Any
 
 import ml_collections
 
+from actorq.analysis.runs import config_to_dict, flatten_config
 from actorq.metrics.loggers import (
     RESUMES_FILE,
     Logger,
@@ -25,7 +26,6 @@ __all__ = [
     "RunDirectory",
     "RunDirectoryError",
     "RunExistsError",
-    "check_keep_checkpoints",
     "config_to_dict",
     "default_run_dir",
     "flatten_config",
@@ -80,21 +80,11 @@ def default_run_dir(config: ml_collections.ConfigDict) -> Path:
 def run_errors() -> tuple[type[ValueError], ...]:
     """The errors of a run directory that cannot be used as asked, each with a one-line message
     for the user (an entry point prints ``error: <message>`` instead of a traceback):
-    RunDirectoryError (exists, nothing to resume, config mismatch, bad keep_checkpoints) and
+    RunDirectoryError (exists, nothing to resume, config mismatch) and
     NoIntactCheckpointError (--resume found only damaged checkpoints; raised by the learner)."""
     from actorq.checkpointing import NoIntactCheckpointError
 
     return (RunDirectoryError, NoIntactCheckpointError)
-
-
-def check_keep_checkpoints(config: ml_collections.ConfigDict) -> int:
-    """``config.keep_checkpoints`` as an int >= 1 (else a RunDirectoryError naming it)."""
-    value = config.keep_checkpoints
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RunDirectoryError(
-            f"keep_checkpoints must be an integer >= 1 (checkpoints kept on disk; 2 lets a "
-            f"resume fall back past a damaged newest one), got {value!r}")
-    return value
 
 
 class RunDirectory:
@@ -126,7 +116,6 @@ class RunDirectory:
         line) when ``path`` cannot take this run. With ``resume``, returns the allowed changes
         (``{"changed": {key: [old, new]}, "added": [key, ...]}``); else None."""
         path = Path(path)
-        check_keep_checkpoints(config)
         if path.exists() and any(path.iterdir()) and not resume:
             raise RunExistsError(
                 f"run directory {path} already has a run; pass --resume to continue it or "
@@ -236,19 +225,3 @@ def _resumable(key: str) -> bool:
 
 def _show(value: Any) -> str:
     return "absent" if value is _ABSENT else json.dumps(value)
-
-
-def flatten_config(value: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config dict as ``{"learner.batch_size": 64, ...}`` (dotted keys, leaves only;
-    an empty dict is a leaf)."""
-    if isinstance(value, dict) and value:
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(flatten_config(item, f"{prefix}{key}."))
-        return out
-    return {prefix.rstrip("."): value}
-
-
-def config_to_dict(config: ml_collections.ConfigDict) -> dict[str, Any]:
-    """A JSON-safe dict of the resolved config."""
-    return json.loads(config.to_json_best_effort())

@@ -16,6 +16,7 @@ from absl import logging
 from actorq.analysis.plots import safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.runs import config_differences, has_checkpoint, run_status
+from actorq.command_line import check_writable_dir
 
 
 class RunInterrupted(RuntimeError):
@@ -71,6 +72,28 @@ def run_or_load(
     if summary.get("interrupted"):
         raise RunInterrupted(f"run {path} was interrupted; run the same command to resume it")
     return path
+
+
+def check_grid(
+    config: ml_collections.ConfigDict,
+    quantizers: Sequence[str],
+    seeds: Sequence[int],
+    out_dir: str | Path,
+) -> list[str]:
+    """Validates a study grid before anything runs: every (quantizer) variant of ``config``
+    passes ``check_config``, the seeds are non-negative and ``out_dir`` can be written.
+    Returns the quantizer list; raises ValueError/OSError naming the bad input."""
+    from launchpad_programs.launch import check_config
+
+    specs = parse_quantizers(quantizers, include_baseline=False)
+    if any(int(s) < 0 for s in seeds):
+        raise ValueError(f"--seeds must be >= 0, got {list(seeds)}")
+    for spec in specs:
+        variant = config.copy_and_resolve_references()
+        variant.quantizer = spec
+        check_config(variant)
+    check_writable_dir(out_dir, "--out_dir")
+    return specs
 
 
 def run_grid(

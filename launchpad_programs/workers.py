@@ -20,20 +20,6 @@ from typing import Any
 
 import numpy as np
 
-# One core per actor, as in the paper (4 CPU actors, one core each). ONNX Runtime actors (the
-# default) run one intra-op thread (onnx_runtime.session_options). XLA:CPU has no flag that caps
-# its own intra-op thread pool: this one only turns off Eigen's multi-threading, so actors on the
-# xla runtime may use more than one thread. (An earlier "intra_op_parallelism_threads=1" token
-# here was silently ignored; written as a flag, XLA refuses to start.)
-SINGLE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
-SINGLE_THREAD_ENV = {
-    "XLA_FLAGS": SINGLE_THREAD_XLA_FLAGS,
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "JAX_PLATFORMS": "cpu",
-}
-
 
 def peak_rss_mib() -> float:
     """Peak resident set size of this process, MiB.
@@ -53,23 +39,26 @@ class ChunkBuffer:
     """Buffers single transitions into numpy chunks of ``chunk_size`` rows for ``send``.
 
     Rows are written into preallocated arrays built from the replay signature (so dtypes match
-    the table's); ``send`` gets ``{field: array[n, ...]}`` and must not keep the arrays past
-    the call (they are reused): pickling senders (pipes, queues, Ray) copy them.
+    the table's); ``send`` gets ``{field: array[n, ...]}`` and owns them: each flush starts new
+    arrays, so a receiver that keeps a chunk (the in-memory stream of the single launcher, an
+    admission queue holding items the table cannot take yet) never sees it overwritten.
     """
 
     def __init__(self, signature: dict[str, Any], chunk_size: int,
                  send: Callable[[dict[str, np.ndarray]], None]) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        self._arrays = {
-            field: np.zeros((chunk_size, *spec.shape), dtype=spec.dtype)
-            for field, spec in signature.items()
-        }
+        self._signature = dict(signature)
         self._size = chunk_size
+        self._arrays = self._new_arrays()
         self._n = 0
         self._send = send
         self.transitions = 0
         self.chunks = 0
+
+    def _new_arrays(self) -> dict[str, np.ndarray]:
+        return {field: np.zeros((self._size, *spec.shape), dtype=spec.dtype)
+                for field, spec in self._signature.items()}
 
     def add(self, transition: dict[str, np.ndarray]) -> None:
         for field, array in self._arrays.items():
@@ -84,7 +73,8 @@ class ChunkBuffer:
             return
         n, self._n = self._n, 0
         self.chunks += 1
-        self._send({field: array[:n] for field, array in self._arrays.items()})
+        arrays, self._arrays = self._arrays, self._new_arrays()
+        self._send({field: array[:n] for field, array in arrays.items()})
 
     @property
     def pending(self) -> int:
@@ -128,7 +118,9 @@ class ActorWorker:
 
         self.index = index
         self.breakdown = RuntimeBreakdown()
-        self.chunks = ChunkBuffer(builder.replay_signature(), chunk_size, send_chunk)
+        # chunk_size counts env steps: an unroll of T steps is one item.
+        items_per_chunk = max(1, chunk_size // builder.steps_per_item)
+        self.chunks = ChunkBuffer(builder.replay_signature(), items_per_chunk, send_chunk)
         self.actor, self.client = nodes.make_actor(
             config, builder, source, index, num_actors, self.chunks.add, self.breakdown,
             seed_offset, exploration_steps_done,

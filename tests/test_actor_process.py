@@ -114,7 +114,7 @@ def test_xla_accepts_the_actor_flags():
     import subprocess
     import sys
 
-    from launchpad_programs.workers import SINGLE_THREAD_ENV
+    from launchpad_programs.thread_env import SINGLE_THREAD_ENV
 
     code = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: x.sum())(jnp.ones(3))))"
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, **SINGLE_THREAD_ENV},

@@ -120,7 +120,7 @@ def test_bad_envs_per_actor_is_a_clear_error(tmp_path):
     config = dqn_actorq.get_config("cartpole_small")
     config.envs_per_actor = 0
     config.run_dir = str(tmp_path / "run")
-    with pytest.raises(ValueError, match="envs_per_actor must be an integer >= 1"):
+    with pytest.raises(ValueError, match="envs_per_actor=0 .must be an integer >= 1"):
         run_experiment(config)
     assert not (tmp_path / "run").exists()  # failed before creating anything
 

@@ -92,14 +92,15 @@ def test_cli_rejects_unknown_preset_and_field(tmp_path):
 
 
 @pytest.mark.parametrize(("flag", "message"), [
-    ("--config.envs_per_actor=0", "error: envs_per_actor must be an integer >= 1, got 0"),
+    ("--config.envs_per_actor=0",
+     "error: bad config value: envs_per_actor=0 (must be an integer >= 1)"),
     ("--config.quantizer=int9", "error: bad quantizer spec 'int9'"),
     ("--config.actor_runtime=tflite", "error: unknown actor runtime 'tflite'; valid:"),
 ])
 def test_cli_reports_a_bad_value_in_one_line_and_writes_nothing(tmp_path, flag, message):
     proc = subprocess.run(_cli(tmp_path / "run", flag), cwd=REPO, capture_output=True,
                           text=True, timeout=120)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(message), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "run").exists()

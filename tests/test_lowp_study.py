@@ -22,7 +22,7 @@ from launchpad_programs import study_runs
 def _config_json(precision: str, fixes: str, seed: int, steps: int) -> dict[str, Any]:
     config = lowp_study.learner_config(
         sac_actorq.get_config("cartpole_balance_small"), precision, fixes, seed, steps)
-    from launchpad_programs.run_directory import config_to_dict
+    from actorq.analysis.runs import config_to_dict
 
     return config_to_dict(config)
 

@@ -54,12 +54,11 @@ def test_admission_queue_holds_what_the_limiter_refuses_in_order():
 
 
 def _fake_builder(batch_size: int, sgd_steps_per_call: int):
-    return types.SimpleNamespace(config=types.SimpleNamespace(
-        batch_size=batch_size, sgd_steps_per_call=sgd_steps_per_call))
+    return types.SimpleNamespace(batch_items=batch_size * sgd_steps_per_call)
 
 
 def _replay_config(spi: float, min_size: int, **extra) -> ml_collections.ConfigDict:
-    config = ml_collections.ConfigDict({"launcher": "local", "replay": {
+    config = ml_collections.ConfigDict({"launcher": "local", "agent": "dqn", "replay": {
         "rate_limiter": "ratio", "samples_per_insert": spi, "min_size": min_size,
         "samples_per_insert_tolerance": 0.1, "max_times_sampled": 0}})
     config.replay.update(extra)
@@ -82,7 +81,7 @@ def test_actors_and_learner_never_wait_for_each_other(num_actors, n_step, chunk_
     builder = _fake_builder(batch, 1)
     table = make_table(pacing.make_rate_limiter(config, builder))
     admission = AdmissionQueue(table)
-    pace = pacing.ActorPacing(table, 0, num_actors, 1, n_step, chunk_size)
+    pace = pacing.ActorPacing(table, 0, num_actors, 1, adder_lag=n_step + 1)
     adders = [collections.deque() for _ in range(num_actors)]
     chunks: list[list[int]] = [[] for _ in range(num_actors)]
     steps, item = 0, 0

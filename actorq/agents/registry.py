@@ -8,13 +8,22 @@ from typing import Any
 
 import dm_env
 
+from actorq.agents.a2c.builder import A2CBuilder
+from actorq.agents.a2c.config import A2CConfig
+from actorq.agents.builder import AgentBuilder
 from actorq.agents.d4pg import D4PGBuilder, D4PGConfig
+from actorq.agents.ddpg import DDPGBuilder, DDPGConfig
 from actorq.agents.dqn import DQNBuilder, DQNConfig
+from actorq.agents.ppo.builder import PPOBuilder
+from actorq.agents.ppo.config import PPOConfig
 from actorq.agents.sac import SACBuilder, SACConfig
 
-_AGENTS: dict[str, tuple[type, type]] = {
+_AGENTS: dict[str, tuple[type, type[AgentBuilder]]] = {
+    "a2c": (A2CConfig, A2CBuilder),
     "d4pg": (D4PGConfig, D4PGBuilder),
+    "ddpg": (DDPGConfig, DDPGBuilder),
     "dqn": (DQNConfig, DQNBuilder),
+    "ppo": (PPOConfig, PPOBuilder),
     "sac": (SACConfig, SACBuilder),
 }
 
@@ -37,6 +46,13 @@ def agent_config(agent: str, overrides: Mapping[str, Any] | None = None) -> Any:
     return config_cls(**overrides)
 
 
+def agent_data_path(agent: str) -> str:
+    """``replay`` or ``queue``: how the agent's experience reaches its learner (no env needed)."""
+    if agent not in _AGENTS:
+        raise ValueError(f"unknown agent {agent!r}; valid: {', '.join(sorted(_AGENTS))}")
+    return _AGENTS[agent][1].data_path
+
+
 def environment_spec(environment: dm_env.Environment) -> dict[str, Any]:
     """The specs a builder needs."""
     return {"observation": environment.observation_spec(), "action": environment.action_spec()}
@@ -44,13 +60,13 @@ def environment_spec(environment: dm_env.Environment) -> dict[str, Any]:
 
 def make_builder(
     agent: str, learner_overrides: Mapping[str, Any] | None, environment: dm_env.Environment
-) -> D4PGBuilder | DQNBuilder | SACBuilder:
+) -> AgentBuilder:
     """Builds agent ``agent``'s builder for ``environment``."""
     config = agent_config(agent, learner_overrides)
     return _AGENTS[agent][1](config, environment_spec(environment))
 
 
-def builder_for_config(config: Any) -> Any:
+def builder_for_config(config: Any) -> AgentBuilder:
     """The builder for an experiment config's ``agent``, ``task`` and ``learner`` fields
     (validates all three early). Launchers and analysis tools build agents through this one
     function, so their networks are identical."""

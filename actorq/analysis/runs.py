@@ -39,8 +39,9 @@ def run_status(run_dir: str | Path) -> RunStatus:
 
 
 def flatten_config(value: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested config dict as ``{"learner.batch_size": 64, ...}`` (dotted keys, leaves only)."""
-    if isinstance(value, dict):
+    """A nested config dict as ``{"learner.batch_size": 64, ...}`` (dotted keys, leaves only;
+    an empty dict is a leaf)."""
+    if isinstance(value, dict) and value:
         out: dict[str, Any] = {}
         for key, item in value.items():
             out.update(flatten_config(item, f"{prefix}{key}."))

@@ -37,7 +37,9 @@ class TrainedPolicy:
       params: the fp32 policy parameters (numpy pytree) of the restored checkpoint.
       network: the policy network those parameters belong to.
       checkpoint_step: the checkpoint's step (actor steps at save time).
-      learner_steps: learner SGD steps the restored policy was trained for.
+      learner_steps: learner steps (versions) the restored policy was trained for.
+      extras: what its packages carry besides the layers (the stochastic head, its log-std,
+        the observation normalizer: ``PolicyPackage`` fields); empty for deterministic agents.
     """
 
     run_dir: Path
@@ -47,6 +49,7 @@ class TrainedPolicy:
     network: MLP
     checkpoint_step: int
     learner_steps: int
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def agent(self) -> str:
@@ -72,7 +75,8 @@ class TrainedPolicy:
         q = make_quantizer(quantizer)
         if calibration is not None and hasattr(q, "with_calibration"):
             q = q.with_calibration(calibration)
-        return q.quantize(self.params, self.network, self.learner_steps)
+        package = q.quantize(self.params, self.network, self.learner_steps)
+        return dataclasses.replace(package, **self.extras) if self.extras else package
 
 
 def read_run_config(run_dir: str | Path) -> ml_collections.ConfigDict:
@@ -136,4 +140,5 @@ def load_trained_policy(run_dir: str | Path, step: int | None = None) -> Trained
         network=builder.policy_network,
         checkpoint_step=int(chosen),
         learner_steps=int(learner.steps),
+        extras=builder.policy_extras(learner),
     )

@@ -4,11 +4,15 @@ One self-describing byte buffer::
 
     b"AQPK" | u32 header length | msgpack header | array payload | u32 crc32(all before)
 
-The header names the quantizer, the policy version, the activations and, per dense layer, the
-dtype/shape/offset of each array. Integer kernels carry one float32 scale per output channel and
-travel bit-packed at the fewest bits that hold their values (b bits for values in
-``[-(2**(b-1) - 1), 2**(b-1) - 1]``, b = 2..8; losslessly unpacked to int8 on arrival). So an int8
-package is ~4x smaller than fp32, an int4 one ~8x. No pickle: plain bytes + msgpack.
+The header names the quantizer, the policy version, the activations, the policy head and, per
+dense layer, the dtype/shape/offset of each array. A package may also carry the observation
+normalizer (per-feature mean and std, applied in fp32 before the first layer) and the head's
+state-independent log-std (Gaussian policies).
+
+Integer kernels carry one float32 scale per output channel and travel bit-packed at the fewest
+bits that hold their values (b bits for values in ``[-(2**(b-1) - 1), 2**(b-1) - 1]``, b = 2..8;
+losslessly unpacked to int8 on arrival). So an int8 package is ~4x smaller than fp32, an int4
+one ~8x. No pickle: plain bytes + msgpack.
 """
 
 from __future__ import annotations
@@ -24,9 +28,17 @@ import numpy as np
 
 MAGIC = b"AQPK"
 # 2: integer kernels bit-packed ("bits" in their array entry); 3: "unsigned_activations" (a
-# reader that ignored it would compute a different policy, so older readers must refuse).
-FORMAT_VERSION = 3
-READABLE_FORMATS = (1, 2, 3)
+# reader that ignored it would compute a different policy, so older readers must refuse);
+# 4: the policy head (categorical, gaussian + log-std) and the observation normalizer.
+FORMAT_VERSION = 4
+READABLE_FORMATS = (1, 2, 3, 4)
+# What the network's outputs mean. deterministic: they are the actions (or Q-values); the
+# agent's exploration acts on them. categorical: logits of a distribution actors sample from.
+# gaussian: the mean of a diagonal Gaussian with the package's state-independent log-std.
+HEADS = ("deterministic", "categorical", "gaussian")
+# Normalized observations are clipped to this many standard deviations (as CleanRL's and SB3's
+# observation normalization do); the learner clips with the same bound.
+OBSERVATION_CLIP = 10.0
 _DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
@@ -82,12 +94,37 @@ class PolicyPackage:
     output_activation: str = "none"
     activation_bits: int | None = None
     unsigned_activations: bool = False
+    head: str = "deterministic"
+    head_log_std: np.ndarray | None = None
+    observation_mean: np.ndarray | None = None
+    observation_std: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.unsigned_activations and self.activation != "relu":
             raise PackageError(
                 f"unsigned activations need ReLU hidden layers, got {self.activation!r}"
             )
+        if self.head not in HEADS:
+            raise PackageError(f"unknown policy head {self.head!r}; valid: {', '.join(HEADS)}")
+        if (self.head == "gaussian") != (self.head_log_std is not None):
+            raise PackageError("a gaussian head needs head_log_std, and only it has one")
+        if (self.observation_mean is None) != (self.observation_std is None):
+            raise PackageError("the observation normalizer needs both mean and std")
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether actors sample their actions from the package's head (and can report the
+        behaviour log-probability)."""
+        return self.head != "deterministic"
+
+    def normalize(self, observations: np.ndarray) -> np.ndarray:
+        """``clip((observations - mean) / std, +-OBSERVATION_CLIP)`` in fp32 when the package
+        has a normalizer (every runtime applies it before the first layer), else the
+        observations as given."""
+        if self.observation_mean is None:
+            return observations
+        z = (observations - self.observation_mean) / self.observation_std
+        return np.clip(z, -OBSERVATION_CLIP, OBSERVATION_CLIP).astype(np.float32, copy=False)
 
     def unsigned_input(self, index: int) -> bool:
         """Whether integer layer ``index`` quantizes its input rows as unsigned codes."""
@@ -103,8 +140,9 @@ class PolicyPackage:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of array payload (weights, biases, scales)."""
-        total = 0
+        """Bytes of array payload (weights, biases, scales, head and normalizer)."""
+        total = sum(a.nbytes for a in (self.head_log_std, self.observation_mean,
+                                       self.observation_std) if a is not None)
         for layer in self.layers:
             total += layer.kernel.nbytes + layer.bias.nbytes
             total += 0 if layer.kernel_scale is None else layer.kernel_scale.nbytes
@@ -141,6 +179,15 @@ class PolicyPackage:
                 entry[field] = meta
                 payload += data
             layer_headers.append(entry)
+        extras = {}
+        for field in ("head_log_std", "observation_mean", "observation_std"):
+            array = getattr(self, field)
+            if array is None:
+                continue
+            array = np.ascontiguousarray(array, dtype=np.float32)
+            extras[field] = {"dtype": "float32", "shape": list(array.shape),
+                             "offset": len(payload), "nbytes": array.nbytes}
+            payload += array.tobytes()
         header = msgpack.packb(
             {
                 "format": FORMAT_VERSION,
@@ -150,6 +197,8 @@ class PolicyPackage:
                 "output_activation": self.output_activation,
                 "activation_bits": self.activation_bits,
                 "unsigned_activations": bool(self.unsigned_activations),
+                "head": self.head,
+                "arrays": extras,
                 "layers": layer_headers,
             }
         )
@@ -177,6 +226,8 @@ class PolicyPackage:
                     field: _read_array(payload, meta) for field, meta in entry.items()
                 }
                 layers.append(DenseParams(**arrays))
+            extras = {field: _read_array(payload, meta)
+                      for field, meta in header.get("arrays", {}).items()}
             return cls(
                 quantizer=header["quantizer"],
                 version=header["version"],
@@ -185,6 +236,8 @@ class PolicyPackage:
                 output_activation=header["output_activation"],
                 activation_bits=header["activation_bits"],
                 unsigned_activations=bool(header.get("unsigned_activations", False)),
+                head=header.get("head", "deterministic"),
+                **extras,
             )
         except PackageError:
             raise

@@ -94,7 +94,8 @@ def forward(
 
 
 def make_reference_forward(package: PolicyPackage) -> Callable[[Any], np.ndarray]:
-    """A jitted ``observations [batch, d] -> outputs [batch, k]`` for this package.
+    """A jitted ``observations [batch, d] -> outputs [batch, k]`` for this package (its
+    observation normalizer, if any, applied first in fp32, as every runtime does).
 
     This is the numerics reference, not the fast actor path (see ``actorq.runtime.backends``).
     """
@@ -109,4 +110,5 @@ def make_reference_forward(package: PolicyPackage) -> Callable[[Any], np.ndarray
             unsigned_activations=package.unsigned_activations,
         )
     )
-    return lambda observations: np.asarray(fn(arrays, jnp.asarray(observations)))
+    return lambda observations: np.asarray(
+        fn(arrays, jnp.asarray(package.normalize(np.asarray(observations, np.float32)))))

@@ -1,11 +1,12 @@
 """Replay: Reverb-style tables (samplers, removers, rate limiters), n-step adders, prefetching."""
 
-from actorq.replay.adders import NStepTransitionAdder
+from actorq.replay.adders import NStepTransitionAdder, UnrollAdder
 from actorq.replay.admission import AdmissionQueue
 from actorq.replay.dataset import PrefetchingIterator
 from actorq.replay.errors import RateLimiterTimeout, TableClosedError
 from actorq.replay.rate_limiters import (
     MinSize,
+    Queue,
     RateLimiter,
     SampleToInsertRatio,
     rate_limiter_from_config,
@@ -21,7 +22,7 @@ from actorq.replay.samplers import (
 )
 from actorq.replay.specs import ArraySpec, signature_from_example
 from actorq.replay.sum_tree import SumTree
-from actorq.replay.table import SampleBatch, Table
+from actorq.replay.table import SampleBatch, Table, queue_table
 
 __all__ = [
     "AdmissionQueue",
@@ -29,6 +30,7 @@ __all__ = [
     "Fifo",
     "MinSize",
     "NStepTransitionAdder",
+    "Queue",
     "PrefetchingIterator",
     "Prioritized",
     "RateLimiter",
@@ -41,7 +43,9 @@ __all__ = [
     "Table",
     "TableClosedError",
     "Uniform",
+    "UnrollAdder",
     "importance_weights",
+    "queue_table",
     "rate_limiter_from_config",
     "sampler_from_config",
     "signature_from_example",

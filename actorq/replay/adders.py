@@ -157,3 +157,74 @@ class NStepTransitionAdder:
         }
         transition.update(first.extras)
         self._emit(transition)
+
+
+class UnrollAdder:
+    """Emits fixed-length unrolls of ``unroll_length`` consecutive steps of one environment, as
+    on-policy learners (PPO, A2C; Acme's sequence adder, IMPALA's unrolls) consume them.
+
+    One item holds, for steps t = 0..T-1 (arrays with a leading ``[T]`` axis): ``observation``
+    (s_t), ``action`` (a_t), ``reward`` (r_{t+1}), ``discount`` (the env's d_{t+1}: 0 at a
+    termination, 1 otherwise), ``last`` (1.0 where the episode ended at step t, by termination
+    or truncation), ``next_observation`` (s_{t+1}: the final observation at an episode's end,
+    so a truncated episode can bootstrap from it) and every ``extras`` field given with
+    :meth:`add` (e.g. ``behaviour_logprob``, ``policy_version``). Unrolls run across episode
+    boundaries: after a LAST step the next episode's :meth:`add_first` continues the same unroll.
+    Only whole unrolls are emitted, so an actor that dies mid-unroll sends nothing partial.
+    """
+
+    def __init__(self, emit: Callable[[dict[str, np.ndarray]], None],
+                 unroll_length: int) -> None:
+        if int(unroll_length) != unroll_length or unroll_length < 1:
+            raise ValueError(f"unroll_length must be an int >= 1, got {unroll_length}")
+        self._emit = emit
+        self._length = int(unroll_length)
+        self._steps: list[dict[str, np.ndarray]] = []
+        self._observation: np.ndarray | None = None
+
+    @property
+    def unroll_length(self) -> int:
+        return self._length
+
+    def reset(self) -> None:
+        """Drops the partial unroll and the episode in progress."""
+        self._steps.clear()
+        self._observation = None
+
+    def add_first(self, timestep: dm_env.TimeStep) -> None:
+        """Starts an episode at a FIRST timestep (the partial unroll carries on)."""
+        if not timestep.first():
+            raise ValueError(f"add_first() needs a FIRST timestep, got {timestep.step_type}")
+        if self._observation is not None:
+            raise ValueError("add_first() called while an episode is in progress")
+        self._observation = _observation(timestep.observation)
+
+    def add(self, action: Any, next_timestep: dm_env.TimeStep,
+            extras: Mapping[str, Any] | None = None) -> None:
+        """Records ``action`` at the current observation and the timestep it led to."""
+        if self._observation is None:
+            raise ValueError("add() called before add_first(): start each episode with "
+                             "add_first(timestep)")
+        if next_timestep.first():
+            raise ValueError("add() got a FIRST timestep; start a new episode with add_first()")
+        next_obs = _observation(next_timestep.observation)
+        step = {
+            "observation": self._observation,
+            "action": np.array(action),
+            "reward": np.float32(_scalar(next_timestep.reward, "reward")),
+            "discount": np.float32(_scalar(next_timestep.discount, "discount")),
+            "last": np.float32(next_timestep.last()),
+            "next_observation": next_obs,
+        }
+        for key, value in (extras or {}).items():
+            if key in step:
+                raise ValueError(f"extras key {key!r} clashes with an unroll field")
+            step[key] = np.array(value)
+        if self._steps and step.keys() != self._steps[0].keys():
+            raise ValueError(f"every step of an unroll needs the same extras; got "
+                             f"{sorted(step)} after {sorted(self._steps[0])}")
+        self._steps.append(step)
+        self._observation = None if next_timestep.last() else next_obs
+        if len(self._steps) == self._length:
+            steps, self._steps = self._steps, []
+            self._emit({key: np.stack([s[key] for s in steps]) for key in steps[0]})

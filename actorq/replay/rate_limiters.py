@@ -137,6 +137,26 @@ class MinSize(RateLimiter):
         return {"type": "MinSize", "min_size_to_sample": self.min_size_to_sample}
 
 
+class Queue(RateLimiter):
+    """Reverb's ``Queue(size)``: each item is sampled once, inserts block while ``size`` items
+    wait, samples block while none does. With a FIFO sampler and ``max_times_sampled=1`` it
+    makes a table a queue (:func:`actorq.replay.table.queue_table`)."""
+
+    def __init__(self, size: int) -> None:
+        if int(size) != size or size < 1:
+            raise ValueError(f"a queue's size must be an int >= 1, got {size}")
+        super().__init__(1.0, 1, 0.0, float(size))
+
+    @property
+    def size(self) -> int:
+        """Items the queue holds before inserts block."""
+        return int(self.max_diff)
+
+    def config(self) -> dict[str, Any]:
+        """``{"type": "Queue", "size": n}``."""
+        return {"type": "Queue", "size": self.size}
+
+
 class SampleToInsertRatio(RateLimiter):
     """Keeps the average number of samples per inserted item near ``samples_per_insert``.
 
@@ -211,6 +231,8 @@ def rate_limiter_from_config(config: Mapping[str, Any]) -> RateLimiter:
     kind = config.get("type")
     if kind == "MinSize":
         return MinSize(int(config["min_size_to_sample"]))
+    if kind == "Queue":
+        return Queue(int(config["size"]))
     if kind == "SampleToInsertRatio":
         eb = config["error_buffer"]
         return SampleToInsertRatio(

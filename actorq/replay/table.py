@@ -741,3 +741,15 @@ class Table:
         return table._restore_into(directory)
 
     restore = _ClassOrInstanceMethod(_restore_new, _restore_into)
+
+
+def queue_table(name: str, max_size: int, signature: Mapping[str, ArraySpec],
+                seed: int | None = None) -> Table:
+    """A table configured as Reverb's queue: FIFO sampler and remover, every item sampled once,
+    the ``Queue(max_size)`` rate limiter (inserts block when ``max_size`` items wait, samples
+    when none does). On-policy learners read their unrolls from one."""
+    from actorq.replay.rate_limiters import Queue
+    from actorq.replay.samplers import Fifo
+
+    return Table(name=name, max_size=max_size, signature=signature, sampler=Fifo(),
+                 rate_limiter=Queue(max_size), max_times_sampled=1, seed=seed)

@@ -2,34 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import dm_env
 import numpy as np
 
-from actorq.core import Exploration  # noqa: F401  (re-exported: the actor's noise function)
-from actorq.replay.adders import NStepTransitionAdder
+from actorq.core import Adder, Exploration
+from actorq.runtime import policy_head
 from actorq.runtime.breakdown import RuntimeBreakdown
 from actorq.runtime.policy_runtime import PolicyRuntime
 from actorq.runtime.variable_client import VariableClient
 
 
 class FeedForwardActor:
-    """Runs the loaded policy package; explores; writes n-step transitions.
+    """Runs the loaded policy package; explores; writes experience through its adders.
 
     It can act for several environments at once (``envs_per_actor``): one policy call on the
-    stacked observations, one n-step adder per environment (``env_index`` picks it). Every
-    transition carries the ``policy_version`` it was collected with so the learner side can
-    measure policy lag.
+    stacked observations, one adder per environment (``env_index`` picks it). Every item carries
+    the ``policy_version`` it was collected with so the learner side can measure policy lag.
+
+    With ``exploration=None`` the package's stochastic head (categorical or Gaussian) samples
+    the actions, and each step also carries ``behaviour_logprob``: the log-probability under
+    the deployed (possibly quantized) package of the action it took.
     """
 
     def __init__(
         self,
         runtime: PolicyRuntime,
         client: VariableClient,
-        exploration: Exploration,
-        adders: Sequence[NStepTransitionAdder] = (),
+        exploration: Exploration | None,
+        adders: Sequence[Adder] = (),
         breakdown: RuntimeBreakdown | None = None,
+        seed: int = 0,
     ) -> None:
         self._runtime = runtime
         self._client = client
@@ -37,6 +41,8 @@ class FeedForwardActor:
         self._adders = list(adders)
         self._breakdown = breakdown if breakdown is not None else RuntimeBreakdown()
         self._steps = 0
+        self._rng = np.random.default_rng(seed)
+        self._logprobs: np.ndarray | None = None
 
     @property
     def policy_version(self) -> int:
@@ -51,8 +57,12 @@ class FeedForwardActor:
         batch = observations.reshape(observations.shape[0], -1)
         with self._breakdown.time("inference"):
             outputs = self._runtime(batch.astype(np.float32, copy=False))
-        # The exploration schedule (e.g. epsilon decay) counts environment steps.
-        actions = self._exploration(outputs, self._steps)
+        if self._exploration is None:
+            actions, self._logprobs = policy_head.sample(self._client.package, outputs,
+                                                         self._rng)
+        else:
+            # The exploration schedule (e.g. epsilon decay) counts environment steps.
+            actions = self._exploration(outputs, self._steps)
         self._steps += len(batch)
         return actions
 
@@ -66,9 +76,11 @@ class FeedForwardActor:
     def observe(self, action: np.ndarray, next_timestep: dm_env.TimeStep,
                 env_index: int = 0) -> None:
         if self._adders:
-            extras: Mapping[str, np.ndarray] = {
+            extras: dict[str, np.ndarray] = {
                 "policy_version": np.asarray(self._client.version, np.int32)
             }
+            if self._logprobs is not None:
+                extras["behaviour_logprob"] = self._logprobs[env_index]
             self._adders[env_index].add(action, next_timestep, extras=extras)
 
     def update(self, wait: bool = False, steps: int = 1) -> None:

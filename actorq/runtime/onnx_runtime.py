@@ -512,7 +512,8 @@ class OnnxRuntime:
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         if self._session is None:
             raise RuntimeError("no policy package loaded")
-        observations = np.ascontiguousarray(observations, dtype=np.float32)
+        observations = np.ascontiguousarray(
+            self._package.normalize(np.asarray(observations, np.float32)), dtype=np.float32)
         return self._session.run([OUTPUT], {INPUT: observations})[0]
 
 

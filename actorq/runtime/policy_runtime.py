@@ -30,7 +30,8 @@ class PolicyRuntime(Protocol):
         ...
 
     def __call__(self, observations: np.ndarray) -> np.ndarray:
-        """``[batch, obs_dim]`` float32 -> ``[batch, out_dim]`` float32."""
+        """``[batch, obs_dim]`` float32 -> ``[batch, out_dim]`` float32 (raw observations: the
+        package's normalizer, if any, is applied first, in fp32)."""
         ...
 
 
@@ -100,6 +101,7 @@ class XlaRuntime:
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         if self._package is None:
             raise RuntimeError("no policy package loaded")
+        observations = self._package.normalize(np.asarray(observations, np.float32))
         batch = observations.shape[0]
         rows = self.padded_rows(batch)
         if rows != batch:

@@ -2,67 +2,29 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import dm_env
 import numpy as np
 
+from actorq.agents.builder import AgentBuilder
 from actorq.agents.d4pg import acting
-from actorq.agents.d4pg.config import D4PGConfig
-from actorq.agents.transitions import transition_signature
 from actorq.core import Exploration
-from actorq.replay.specs import ArraySpec
 
-if TYPE_CHECKING:  # the learner and the Flax networks are imported when first needed, so
-    # actor processes (exploration, replay signature, sizes) never import JAX.
+if TYPE_CHECKING:  # imported when first needed: actor processes never import JAX
     from actorq.agents.d4pg.learning import D4PGLearner
-    from actorq.networks.mlp import MLP
 
 
-class D4PGBuilder:
-    """Builds D4PG's learner, exploration and replay signature for one environment."""
+class D4PGBuilder(AgentBuilder):
+    """D4PG's learner, Gaussian exploration and replay for one continuous-action task."""
 
     name = "d4pg"
-    uses_priorities = False
+    action_kind = "continuous"
 
-    def __init__(self, config: D4PGConfig, environment_spec: Mapping[str, Any]) -> None:
-        obs_spec, act_spec = environment_spec["observation"], environment_spec["action"]
-        if isinstance(act_spec, dm_env.specs.DiscreteArray):
-            raise ValueError("D4PG needs a continuous-action task (a DMC task); use DQN for Gym")
-        self.config = config
-        self.observation_size = int(np.prod(obs_spec.shape))
-        self.action_size = int(np.prod(act_spec.shape))
-
-    @functools.cached_property
-    def networks(self) -> Any:
-        """The Flax networks (imports JAX/Flax on first access)."""
+    def _make_networks(self) -> Any:
         from actorq.agents.d4pg.networks import make_networks
 
         return make_networks(self.config, self.observation_size, self.action_size)
-
-    @property
-    def policy_output_size(self) -> int:
-        """Outputs of the network the actors run (no Flax needed)."""
-        return self.action_size
-
-    @property
-    def policy_network(self) -> MLP:
-        """The network the actors run (and the quantizer packages)."""
-        return self.networks.policy
-
-    @property
-    def n_step(self) -> int:
-        return self.config.n_step
-
-    @property
-    def discount(self) -> float:
-        return self.config.discount
-
-    def replay_signature(self) -> dict[str, ArraySpec]:
-        action = ArraySpec((self.action_size,), np.dtype(np.float32))
-        return transition_signature(self.observation_size, action)
 
     def make_learner(
         self,

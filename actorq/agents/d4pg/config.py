@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import ClassVar
 
+from actorq.bounds import (
+    FINITE,
+    FRACTION,
+    LAYER_SIZES,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    QAT_BITS,
+    Bounds,
+    check_bounds,
+)
 from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_CRITIC_SIZES, PAPER_POLICY_SIZES
 
@@ -47,13 +61,34 @@ class D4PGConfig:
     loss_scale_init: float = 1e4
     loss_scale_increase_every: int = 10_000
 
+    # What each numeric field admits (actorq.bounds; checked first in __post_init__).
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = {
+        "policy_hidden_sizes": LAYER_SIZES,
+        "critic_hidden_sizes": LAYER_SIZES,
+        "num_atoms": Bounds(low=2, integer=True),
+        "v_min": FINITE,
+        "v_max": FINITE,
+        "n_step": POSITIVE_INT,
+        "discount": FRACTION,
+        "policy_learning_rate": POSITIVE,
+        "critic_learning_rate": POSITIVE,
+        "batch_size": POSITIVE_INT,
+        "target_update_period": POSITIVE_INT,
+        "sgd_steps_per_call": POSITIVE_INT,
+        "sigma_max": NON_NEGATIVE,
+        "dqda_clipping": Bounds(low=0, low_open=True, optional=True),
+        "qat_bits": QAT_BITS,
+        "qat_delay_steps": NON_NEGATIVE_INT,
+        "loss_scale_init": POSITIVE,
+        "loss_scale_increase_every": POSITIVE_INT,
+    }
+
     def __post_init__(self) -> None:
+        check_bounds(self, self.BOUNDS, prefix="learner.")
         check_learner_precision(self.precision, self.lowp_fixes, self.loss_scale_init,
                                 self.loss_scale_increase_every)
         if self.num_atoms < 2 or self.v_max <= self.v_min:
             raise ValueError("need num_atoms >= 2 and v_max > v_min")
-        if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
-            raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
 
     @property
     def fix_names(self) -> tuple[str, ...]:

@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
 
+from actorq.bounds import (
+    FRACTION,
+    LAYER_SIZES,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    QAT_BITS,
+    Bounds,
+    check_bounds,
+)
 from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
 from actorq.networks.sizes import PAPER_POLICY_SIZES
 
@@ -62,17 +73,39 @@ class DQNConfig:
     loss_scale_init: float = 1e4
     loss_scale_increase_every: int = 10_000
 
+    # What each numeric field admits (actorq.bounds; checked first in __post_init__).
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = {
+        "hidden_sizes": LAYER_SIZES,
+        "n_step": POSITIVE_INT,
+        "discount": FRACTION,
+        "learning_rate": POSITIVE,
+        "learning_rate_final": Bounds(low=0, low_open=True, optional=True),
+        "learning_rate_decay_steps": NON_NEGATIVE_INT,
+        "batch_size": POSITIVE_INT,
+        "target_update_period": POSITIVE_INT,
+        "target_update_tau": FRACTION,
+        "sgd_steps_per_call": POSITIVE_INT,
+        "huber_delta": POSITIVE,
+        "max_gradient_norm": POSITIVE,
+        "adam_epsilon": POSITIVE,
+        "epsilon_start": FRACTION,
+        "epsilon_min": FRACTION,
+        "epsilon_max": FRACTION,
+        "epsilon_decay_steps": NON_NEGATIVE_INT,  # 0: the final epsilon from the first step
+        "importance_beta": FRACTION,
+        "priority_epsilon": POSITIVE,
+        "qat_bits": QAT_BITS,
+        "qat_delay_steps": NON_NEGATIVE_INT,
+        "loss_scale_init": POSITIVE,
+        "loss_scale_increase_every": POSITIVE_INT,
+    }
+
     def __post_init__(self) -> None:
+        check_bounds(self, self.BOUNDS, prefix="learner.")
         check_learner_precision(self.precision, self.lowp_fixes, self.loss_scale_init,
                                 self.loss_scale_increase_every)
-        if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
-            raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
-        if not 0 <= self.target_update_tau <= 1:
-            raise ValueError(f"target_update_tau must be in [0, 1]; got {self.target_update_tau}")
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:
             raise ValueError("need 0 <= epsilon_min <= epsilon_max <= 1")
-        if self.learning_rate_decay_steps < 0:
-            raise ValueError("learning_rate_decay_steps must be >= 0")
         if self.learning_rate_decay_steps and self.learning_rate_final is None:
             raise ValueError("learning_rate_decay_steps needs learning_rate_final")
         if self.learning_rate_decay_steps and self.precision != "fp32":

@@ -7,9 +7,20 @@ Importable without JAX (actor processes build the config): the fix names come fr
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import ClassVar
 
+from actorq.bounds import (
+    FINITE,
+    FRACTION,
+    LAYER_SIZES,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    QAT_BITS,
+    Bounds,
+    check_bounds,
+)
 from actorq.lowp.fixes import FIX_NAMES, PRECISIONS, LowpFixes
 
 __all__ = ["FIX_NAMES", "PRECISIONS", "SACConfig", "parse_fixes"]
@@ -66,37 +77,39 @@ class SACConfig:
     qat_bits: int | None = None
     qat_delay_steps: int = 0
 
+    # What each numeric field admits (actorq.bounds; checked first in __post_init__).
+    BOUNDS: ClassVar[Mapping[str, Bounds]] = {
+        "policy_hidden_sizes": LAYER_SIZES,
+        "critic_hidden_sizes": LAYER_SIZES,
+        "policy_learning_rate": POSITIVE,
+        "critic_learning_rate": POSITIVE,
+        "alpha_learning_rate": POSITIVE,
+        "batch_size": POSITIVE_INT,
+        "n_step": POSITIVE_INT,
+        "discount": FRACTION,
+        "tau": Bounds(low=0, high=1, low_open=True),
+        "initial_temperature": POSITIVE,
+        "target_entropy": Bounds(optional=True),
+        "log_std_min": FINITE,
+        "log_std_max": FINITE,
+        "sgd_steps_per_call": POSITIVE_INT,
+        "loss_scale_init": POSITIVE,
+        "loss_scale_increase_every": POSITIVE_INT,
+        "qat_bits": QAT_BITS,
+        "qat_delay_steps": NON_NEGATIVE_INT,
+    }
+
     def __post_init__(self) -> None:
+        check_bounds(self, self.BOUNDS, prefix="learner.")
         if self.precision not in PRECISIONS:
             raise ValueError(
                 f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}"
             )
         fixes = parse_fixes(self.lowp_fixes)
-        if self.batch_size < 1 or self.sgd_steps_per_call < 1 or self.n_step < 1:
-            raise ValueError("batch_size, sgd_steps_per_call and n_step must be >= 1")
-        if not self.policy_hidden_sizes or not self.critic_hidden_sizes:
-            raise ValueError("policy_hidden_sizes and critic_hidden_sizes must not be empty")
-        if any(int(h) < 1 for h in (*self.policy_hidden_sizes, *self.critic_hidden_sizes)):
-            raise ValueError("hidden sizes must be >= 1")
-        rates = (self.policy_learning_rate, self.critic_learning_rate, self.alpha_learning_rate)
-        if not all(r > 0 for r in rates):
-            raise ValueError(f"learning rates must be > 0, got {rates}")
-        if not 0 <= self.discount <= 1:
-            raise ValueError(f"discount must be in [0, 1], got {self.discount}")
-        if not 0 < self.tau <= 1:
-            raise ValueError(f"tau must be in (0, 1], got {self.tau}")
-        if not (math.isfinite(self.initial_temperature) and self.initial_temperature > 0):
-            raise ValueError(f"initial_temperature must be > 0, got {self.initial_temperature}")
         if not self.log_std_min < self.log_std_max:
             raise ValueError(
                 f"need log_std_min < log_std_max, got [{self.log_std_min}, {self.log_std_max}]"
             )
-        if self.loss_scale_init <= 0 or self.loss_scale_increase_every < 1:
-            raise ValueError("loss_scale_init must be > 0 and loss_scale_increase_every >= 1")
-        if self.qat_bits is not None and not 2 <= self.qat_bits <= 8:
-            raise ValueError(f"qat_bits must be in 2..8 or None, got {self.qat_bits}")
-        if self.qat_delay_steps < 0:
-            raise ValueError(f"qat_delay_steps must be >= 0, got {self.qat_delay_steps}")
         if self.precision == "fp16":
             if "loss_scaling" in fixes and self.loss_scale_init > _FP16_MAX:
                 raise ValueError(

@@ -1,0 +1,153 @@
+"""DDPG learner: TD regression of a scalar critic + deterministic policy gradient.
+
+As in CleanRL's ``ddpg_continuous_action.py``: every SGD step updates the critic towards
+``r + discount * Q_target(s', pi_target(s'))``; every ``policy_frequency`` steps the policy
+follows dQ/da and both target networks move by Polyak averaging (``tau``). The whole call
+(``sgd_steps_per_call`` steps) is one jitted ``lax.scan``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import rlax
+
+from actorq.agents.ddpg.config import DDPGConfig
+from actorq.agents.ddpg.networks import DDPGNetworks
+from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
+from actorq.quantization.qat import QATSchedule
+
+Batch = dict[str, jax.Array]
+
+
+class TrainingState(NamedTuple):
+    policy_params: Any
+    critic_params: Any
+    target_policy_params: Any
+    target_critic_params: Any
+    policy_opt_state: Any
+    critic_opt_state: Any
+    steps: jax.Array
+
+
+def critic_loss(policy_apply: Callable, critic_apply: Callable, critic_params: Any,
+                target_policy_params: Any, target_critic_params: Any,
+                batch: Batch) -> jax.Array:
+    """Mean squared TD error against the target networks (pure). ``batch["discount"]`` is the
+    n-step adder's ``gamma^m * prod(d)``."""
+    next_action = policy_apply(target_policy_params, batch["next_observation"])
+    q_next = critic_apply(target_critic_params, batch["next_observation"], next_action)
+    target = jax.lax.stop_gradient(batch["reward"] + batch["discount"] * q_next)
+    q = critic_apply(critic_params, batch["observation"], batch["action"])
+    return jnp.mean((q - target) ** 2)
+
+
+def policy_loss(policy_apply: Callable, critic_apply: Callable, policy_params: Any,
+                critic_params: Any, batch: Batch) -> jax.Array:
+    """Deterministic policy gradient: ascend Q(s, pi(s)) (pure)."""
+    obs = batch["observation"]
+    action = policy_apply(policy_params, obs)
+    dqda = jax.vmap(jax.grad(lambda a, o: critic_apply(critic_params, o[None], a[None])[0]))(
+        action, obs)
+    return jnp.mean(jax.vmap(rlax.dpg_loss)(action, dqda))
+
+
+class DDPGLearner:
+    """DDPG learner sampling ``[sgd_steps_per_call, batch_size, ...]`` batches."""
+
+    def __init__(self, networks: DDPGNetworks, config: DDPGConfig, batches: Iterator[Batch],
+                 seed: int) -> None:
+        self._networks = networks
+        self._config = config
+        self._batches = batches
+        self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
+        self._policy_opt = optax.adam(config.policy_learning_rate)
+        self._critic_opt = optax.adam(config.critic_learning_rate)
+        policy_params, critic_params = networks.init(jax.random.key(seed))
+        self._state = TrainingState(
+            policy_params=policy_params,
+            critic_params=critic_params,
+            target_policy_params=policy_params,
+            target_critic_params=critic_params,
+            policy_opt_state=self._policy_opt.init(policy_params),
+            critic_opt_state=self._critic_opt.init(critic_params),
+            steps=jnp.zeros((), jnp.int32),
+        )
+        self._update_fp32 = jax.jit(functools.partial(self._update, networks.policy))
+        self._update_qat = (jax.jit(functools.partial(self._update, networks.qat_policy))
+                            if networks.qat_policy is not None else None)
+        self._steps = 0
+
+    def _update(self, policy, state: TrainingState, batches: Batch):
+        config = self._config
+        critic_apply = self._networks.critic.apply
+        # The target policy stays fp32; QAT shapes the online policy the actors will run.
+        target_apply = self._networks.policy.apply
+
+        def one_step(state: TrainingState, batch: Batch):
+            c_loss, critic_grads = jax.value_and_grad(
+                lambda p: critic_loss(target_apply, critic_apply, p, state.target_policy_params,
+                                      state.target_critic_params, batch))(state.critic_params)
+            critic_updates, critic_opt_state = self._critic_opt.update(
+                critic_grads, state.critic_opt_state)
+            critic_params = optax.apply_updates(state.critic_params, critic_updates)
+            steps = state.steps + 1
+            p_loss, policy_grads = jax.value_and_grad(
+                lambda p: policy_loss(policy.apply, critic_apply, p, critic_params, batch))(
+                state.policy_params)
+            policy_updates, policy_opt_state = self._policy_opt.update(
+                policy_grads, state.policy_opt_state)
+            policy_params = optax.apply_updates(state.policy_params, policy_updates)
+            # The policy and the targets move every policy_frequency critic steps.
+            move = steps % config.policy_frequency == 0
+
+            def when_moving(new, old):
+                return jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), new, old)
+
+            policy_params = when_moving(policy_params, state.policy_params)
+            policy_opt_state = when_moving(policy_opt_state, state.policy_opt_state)
+            target_policy = when_moving(
+                optax.incremental_update(policy_params, state.target_policy_params, config.tau),
+                state.target_policy_params)
+            target_critic = when_moving(
+                optax.incremental_update(critic_params, state.target_critic_params, config.tau),
+                state.target_critic_params)
+            new_state = TrainingState(policy_params, critic_params, target_policy, target_critic,
+                                      policy_opt_state, critic_opt_state, steps)
+            return new_state, {"critic_loss": c_loss, "policy_loss": p_loss}
+
+        state, metrics = jax.lax.scan(one_step, state, batches)
+        return state, jax.tree_util.tree_map(jnp.mean, metrics)
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def step(self) -> dict[str, float]:
+        raw = next(self._batches)
+        batch = {k: raw[k] for k in LEARNER_FIELDS}
+        chex.assert_rank(batch["reward"], 2)
+        qat_on = self._update_qat is not None and self._qat.active(self._steps)
+        update = self._update_qat if qat_on else self._update_fp32
+        self._state, metrics = update(self._state, batch)
+        self._steps += int(batch["reward"].shape[0])
+        out = {k: float(v) for k, v in metrics.items()}
+        out["qat_active"] = float(qat_on)
+        return {**out, **sample_policy_lag(self._steps, raw)}
+
+    def policy_params(self) -> Any:
+        return self._state.policy_params
+
+    def state(self) -> Any:
+        return self._state._asdict()
+
+    def restore(self, state: Any) -> None:
+        self._state = TrainingState(**state)
+        self._steps = int(np.asarray(self._state.steps))

@@ -1,0 +1,54 @@
+"""DDPG networks: the deterministic tanh policy (what actors run, quantized) and a Q critic."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from actorq.agents.ddpg.config import DDPGConfig
+from actorq.networks import MLP, make_policy_network
+from actorq.quantization.qat import fake_quant_dot_general
+
+
+class QCritic(nn.Module):
+    """(observation, action) -> Q, one MLP on their concatenation."""
+
+    hidden_sizes: tuple[int, ...]
+
+    @nn.compact
+    def __call__(self, observation: jax.Array, action: jax.Array) -> jax.Array:
+        x = jnp.concatenate([observation, action], axis=-1)
+        return MLP(hidden_sizes=self.hidden_sizes, output_size=1, name="q")(x)[..., 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class DDPGNetworks:
+    policy: MLP
+    critic: QCritic
+    qat_policy: MLP | None
+    observation_size: int
+    action_size: int
+
+    def init(self, key: jax.Array) -> tuple[dict, dict]:
+        """Fresh (policy_params, critic_params)."""
+        policy_key, critic_key = jax.random.split(key)
+        obs = jnp.zeros((1, self.observation_size), jnp.float32)
+        act = jnp.zeros((1, self.action_size), jnp.float32)
+        return self.policy.init(policy_key, obs), self.critic.init(critic_key, obs, act)
+
+
+def make_networks(config: DDPGConfig, observation_size: int, action_size: int) -> DDPGNetworks:
+    qat = None
+    if config.qat_bits is not None:
+        qat = make_policy_network(action_size, config.policy_hidden_sizes,
+                                  dot_general=fake_quant_dot_general(config.qat_bits))
+    return DDPGNetworks(
+        policy=make_policy_network(action_size, config.policy_hidden_sizes),
+        critic=QCritic(hidden_sizes=tuple(config.critic_hidden_sizes)),
+        qat_policy=qat,
+        observation_size=int(observation_size),
+        action_size=int(action_size),
+    )

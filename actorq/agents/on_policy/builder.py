@@ -1,0 +1,87 @@
+"""The on-policy builders' shared part: the queue data path, unroll adders, stochastic heads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+
+from actorq.agents.builder import AgentBuilder
+from actorq.agents.on_policy.acting import RewardScalingAdder
+from actorq.agents.on_policy.unrolls import unroll_batches, unroll_signature
+from actorq.core import Adder, Learner
+from actorq.lazy_exports import import_attribute
+from actorq.replay.adders import UnrollAdder
+from actorq.replay.specs import ArraySpec
+from actorq.replay.table import Table
+
+
+class OnPolicyBuilder(AgentBuilder):
+    """Unrolls into a queue; actors sample from the package's categorical (discrete tasks) or
+    Gaussian (continuous tasks) head and record the behaviour log-probability."""
+
+    action_kind = "any"
+    data_path = "queue"
+    # The agent's learning module; its make_learner(networks, config, batches, seed) builds the
+    # learner (imported on first use: actors never import JAX).
+    learning_module: ClassVar[str]
+
+    @property
+    def n_step(self) -> int:
+        return self.config.unroll_length
+
+    @property
+    def batch_items(self) -> int:
+        return int(self.config.unrolls_per_batch)
+
+    @property
+    def steps_per_item(self) -> int:
+        return int(self.config.unroll_length)
+
+    @property
+    def adder_lag(self) -> int:
+        return int(self.config.unroll_length) + 1
+
+    def replay_signature(self) -> dict[str, ArraySpec]:
+        return unroll_signature(self.observation_size, self.action_spec, self.config.unroll_length)
+
+    def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
+        adder = UnrollAdder(emit, self.config.unroll_length)
+        if self.config.normalize_rewards:
+            return RewardScalingAdder(adder, self.config.discount)
+        return adder
+
+    def learner_batches(self, table: Table,
+                        timeout: float | None = None) -> Iterator[dict[str, np.ndarray]]:
+        return unroll_batches(table, self.config.unrolls_per_batch, timeout=timeout)
+
+    def _make_networks(self) -> Any:
+        from actorq.agents.on_policy.networks import make_networks
+
+        return make_networks(self.config, self.observation_size, self.action_size,
+                             self.discrete)
+
+    def make_learner(
+        self,
+        batches: Iterator[dict[str, np.ndarray]],
+        seed: int,
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
+        replay_size: Callable[[], int] | None = None,
+    ) -> Learner:
+        del update_priorities, replay_size  # a queue has neither
+        make = import_attribute(self.learning_module, "make_learner")
+        return make(self.networks, self.config, batches, seed)
+
+    def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> None:
+        """None: the package's head samples the actions (``actorq.runtime.policy_head``)."""
+        del actor_index, num_actors, seed
+
+    def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
+        """The head's mode: the most likely action, or the Gaussian's mean."""
+        if self.discrete:
+            return np.argmax(outputs, axis=-1).astype(np.int32)
+        return np.asarray(outputs, np.float32)
+
+    def policy_extras(self, learner: Learner) -> dict[str, Any]:
+        return learner.policy_extras()

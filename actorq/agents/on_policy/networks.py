@@ -1,0 +1,85 @@
+"""The on-policy agents' networks: a policy MLP (what actors run, quantized) and a value MLP.
+
+Initialisation follows the reference implementations (CleanRL, SB3): orthogonal weights with
+gain sqrt(2), the policy's output layer with gain 0.01 and the value's with gain 1, zero biases
+(``orthogonal_init=False``: Flax's default, as the RL Zoo's tuned MuJoCo presets use).
+A Gaussian policy's log-std is a state-independent parameter beside the MLP.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from actorq.agents.on_policy.config import OnPolicyConfig
+from actorq.networks.mlp import MLP, DotGeneral, layer_name
+from actorq.quantization.qat import fake_quant_dot_general
+
+
+def _mlp(hidden: tuple[int, ...], output: int, activation: str, orthogonal: bool,
+         dot_general: DotGeneral | None = None) -> MLP:
+    init = {"kernel_init": nn.initializers.orthogonal(math.sqrt(2.0))} if orthogonal else {}
+    return MLP(hidden_sizes=tuple(hidden), output_size=int(output), activation=activation,
+               output_activation="none", dot_general=dot_general, **init)
+
+
+def _rescale_output_layer(params: dict, num_layers: int, gain: float, key: jax.Array) -> dict:
+    name = layer_name(num_layers - 1)
+    kernel = params["params"][name]["kernel"]
+    new = nn.initializers.orthogonal(gain)(key, kernel.shape, kernel.dtype)
+    inner = {**params["params"], name: {**params["params"][name], "kernel": new}}
+    return {**params, "params": inner}
+
+
+@dataclasses.dataclass(frozen=True)
+class OnPolicyNetworks:
+    """The modules; ``head`` is ``categorical`` (discrete actions) or ``gaussian``."""
+
+    policy: MLP
+    value: MLP
+    qat_policy: MLP | None
+    head: str
+    observation_size: int
+    action_size: int  # number of discrete actions, or the action dimension
+    initial_log_std: float
+    orthogonal_init: bool
+
+    def init(self, key: jax.Array) -> dict:
+        """Fresh params ``{"policy", "value"}``, plus ``"log_std"`` for a Gaussian head."""
+        keys = jax.random.split(key, 4)
+        obs = jnp.zeros((1, self.observation_size), jnp.float32)
+        policy = self.policy.init(keys[0], obs)
+        value = self.value.init(keys[1], obs)
+        if self.orthogonal_init:
+            policy = _rescale_output_layer(policy, len(self.policy.hidden_sizes) + 1, 0.01,
+                                           keys[2])
+            value = _rescale_output_layer(value, len(self.value.hidden_sizes) + 1, 1.0, keys[3])
+        params = {"policy": policy, "value": value}
+        if self.head == "gaussian":
+            params["log_std"] = jnp.full((self.action_size,), self.initial_log_std, jnp.float32)
+        return params
+
+
+def make_networks(config: OnPolicyConfig, observation_size: int, action_size: int,
+                  discrete: bool) -> OnPolicyNetworks:
+    """The networks for an environment: logits over ``action_size`` actions when ``discrete``,
+    else a Gaussian mean of dimension ``action_size``."""
+    qat = None
+    if config.qat_bits is not None:
+        qat = _mlp(config.hidden_sizes, action_size, config.activation, config.orthogonal_init,
+                   fake_quant_dot_general(config.qat_bits))
+    return OnPolicyNetworks(
+        policy=_mlp(config.hidden_sizes, action_size, config.activation,
+                    config.orthogonal_init),
+        value=_mlp(config.value_hidden_sizes, 1, config.activation, config.orthogonal_init),
+        qat_policy=qat,
+        head="categorical" if discrete else "gaussian",
+        observation_size=int(observation_size),
+        action_size=int(action_size),
+        initial_log_std=float(config.initial_log_std),
+        orthogonal_init=bool(config.orthogonal_init),
+    )

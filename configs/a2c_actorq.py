@@ -1,0 +1,39 @@
+"""A2C ActorQ presets for the QuaRL paper's Gym tasks: ``configs/a2c_actorq.py:<task>``.
+
+Hyperparameters are the RL Baselines3 Zoo's tuned A2C settings (SB3's A2C defaults where the Zoo
+sets nothing: 5-step unrolls, RMSprop 7e-4, n-step returns), mapped as in
+``configs/ppo_actorq.py``. Not carried over: gSDE (the Zoo's MuJoCo and BipedalWalker A2C use it;
+here a state-independent log-std starting at -2).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from actorq.agents.a2c.config import A2CConfig
+from configs.common import learner_fields, on_policy_config
+
+_CONTINUOUS = {"orthogonal_init": False, "initial_log_std": -2.0, "unroll_length": 8,
+               "gae_lambda": 0.9, "value_coef": 0.4, "learning_rate": 9.6e-4,
+               "normalize_observations": True, "normalize_rewards": True}
+
+# task -> (env steps, environments, learner overrides, linear learning-rate decay)
+PRESETS: dict[str, tuple[int, int, dict, bool]] = {
+    "cartpole": (500_000, 8, {"unrolls_per_batch": 8}, False),
+    "acrobot": (500_000, 16, {"unrolls_per_batch": 16, "normalize_observations": True}, False),
+    "halfcheetah": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
+    "walker2d": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
+    "bipedalwalker": (5_000_000, 16, {**_CONTINUOUS, "unrolls_per_batch": 16}, True),
+    "pendulum": (200_000, 8, {**_CONTINUOUS, "unrolls_per_batch": 8, "discount": 0.9}, True),
+}
+
+
+def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
+    """The preset's config; an unknown preset fails listing the valid ones."""
+    preset = preset or "cartpole"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown a2c_actorq preset {preset!r}; valid: "
+                         f"{', '.join(sorted(PRESETS))}")
+    steps, envs, overrides, decay = PRESETS[preset]
+    return on_policy_config("a2c", preset, steps, envs, learner_fields(A2CConfig, **overrides),
+                            decay_learning_rate=decay)

@@ -1,0 +1,53 @@
+"""DDPG ActorQ presets for the QuaRL paper's Gym tasks: ``configs/ddpg_actorq.py:<task>``.
+
+MuJoCo tasks take CleanRL's ``ddpg_continuous_action.py`` settings (256 x 256, Adam 3e-4, Gaussian
+noise 0.1, 25k uniform-random steps first, policy every 2 critic steps, tau 0.005);
+BipedalWalker and MountainCarContinuous the RL Baselines3 Zoo's DDPG settings (400 x 300, Adam
+1e-3; Ornstein-Uhlenbeck noise 0.5 for MountainCarContinuous). One actor interleaved with the
+learner (launcher ``single``), replay paced at one SGD step per env step
+(``samples_per_insert = batch_size``), learning from ``uniform_random_steps`` items on.
+MuJoCo tasks are v5 here (CleanRL's are v4).
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+from actorq.agents.ddpg.config import DDPGConfig
+from configs.common import base_config, learner_fields
+
+_ZOO = {"policy_hidden_sizes": (400, 300), "critic_hidden_sizes": (400, 300),
+        "policy_learning_rate": 1e-3, "critic_learning_rate": 1e-3, "policy_frequency": 1}
+
+# task -> (env steps, learner overrides, replay max size)
+PRESETS: dict[str, tuple[int, dict, int]] = {
+    "halfcheetah": (1_000_000, {}, 1_000_000),
+    "walker2d": (1_000_000, {}, 1_000_000),
+    "hopper": (1_000_000, {}, 1_000_000),
+    "bipedalwalker": (1_000_000, {**_ZOO, "discount": 0.98, "uniform_random_steps": 10_000},
+                      200_000),
+    "mountaincar_continuous": (300_000, {**_ZOO, "exploration": "ou", "sigma": 0.5,
+                                         "uniform_random_steps": 100}, 1_000_000),
+    # A fast task for tests and smoke runs (the Zoo's Pendulum DDPG, 400 x 300, lr 1e-3).
+    "pendulum": (20_000, {**_ZOO, "uniform_random_steps": 10_000}, 200_000),
+}
+
+
+def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
+    """The preset's config; an unknown preset fails listing the valid ones."""
+    preset = preset or "halfcheetah"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown ddpg_actorq preset {preset!r}; valid: "
+                         f"{', '.join(sorted(PRESETS))}")
+    steps, overrides, max_size = PRESETS[preset]
+    config = base_config("ddpg", preset, steps, pull_period=100)
+    config.launcher = "single"
+    config.num_actors = 1
+    config.learner = learner_fields(DDPGConfig, **overrides)
+    learner = config.learner
+    config.replay.max_size = max_size
+    config.replay.min_size = max(int(learner.uniform_random_steps), int(learner.batch_size))
+    config.replay.samples_per_insert = float(learner.batch_size)
+    config.eval_every_steps = max(steps // 50, 1_000)
+    config.eval_episodes = 10
+    return config
