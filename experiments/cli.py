@@ -29,7 +29,9 @@ def make_main(default_config: str) -> Callable[[list[str]], None]:
             check_run_directory(config_flag.value, resume_flag.value)
         try:
             summary = run_experiment(config_flag.value, resume=resume_flag.value)
-        except run_errors() as error:  # a run dir that turned out unusable (no intact checkpoint)
+        except (*run_errors(), FloatingPointError) as error:
+            # A run dir that turned out unusable (no intact checkpoint), or an environment that
+            # returned NaN (the run stops, naming the task and step): one line, no traceback.
             fail(error)
         print("summary:", summary)
 

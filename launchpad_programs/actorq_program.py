@@ -553,9 +553,14 @@ class LearnerNode:
             self._event({**event, "actor_steps": self._counter.total(),
                          "wall_time_s": self._wall_time()})
         elif kind == "error":
-            logging.error("%s failed:\n%s", node, event.get("traceback"))
-            self._event({"event": "error", "node": node,
-                         "error": str(event.get("traceback"))[-2000:]})
+            trace = str(event.get("traceback"))
+            logging.error("%s failed:\n%s", node, trace)
+            self._event({"event": "error", "node": node, "error": trace[-2000:]})
+            if "NonFiniteError" in trace:
+                # A NaN from the environment would recur in every restart: stop the run, naming
+                # the task and the step (the error's own message), before a NaN reaches replay.
+                last = [line for line in trace.splitlines() if line.strip()][-1]
+                raise FloatingPointError(f"{node} stopped the run: {last.split(': ', 1)[-1]}")
         elif kind == "node_lost":
             logging.warning("lost cluster node %s at actor step %d; its nodes are restarted "
                             "elsewhere", event.get("ray_node"), self._counter.total())

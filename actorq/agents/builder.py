@@ -20,14 +20,15 @@ import numpy as np
 
 from actorq.agents.transitions import learner_batches, transition_signature
 from actorq.core import Adder, DataPath, Exploration, Learner
+from actorq.lazy_exports import import_attribute
 from actorq.replay.adders import NStepTransitionAdder
 from actorq.replay.specs import ArraySpec
 from actorq.replay.table import Table
 
 
 class AgentBuilder:
-    """The shared part of the builders; subclasses set ``name``, ``action_kind`` and implement
-    :meth:`_make_networks`, :meth:`make_learner`, :meth:`make_exploration` and
+    """The shared part of the builders; subclasses set ``name``, ``action_kind``,
+    ``networks_factory`` and ``learner_factory`` and implement :meth:`make_exploration` and
     :meth:`evaluation_action`.
 
     ``action_kind``: ``"discrete"``, ``"continuous"`` or ``"any"``: which tasks the agent takes.
@@ -37,6 +38,11 @@ class AgentBuilder:
     action_kind: ClassVar[str]
     data_path: ClassVar[DataPath] = "replay"
     uses_priorities: bool = False
+    # "module:attribute" of the agent's network and learner factories, imported on first use
+    # (actor processes never import JAX): networks(config, observation_size, action_size) and
+    # learner(networks, config, batches, seed).
+    networks_factory: ClassVar[str]
+    learner_factory: ClassVar[str]
 
     def __init__(self, config: Any, environment_spec: Mapping[str, Any]) -> None:
         obs_spec, act_spec = environment_spec["observation"], environment_spec["action"]
@@ -60,7 +66,8 @@ class AgentBuilder:
         return self._make_networks()
 
     def _make_networks(self) -> Any:
-        raise NotImplementedError
+        make = import_attribute(*self.networks_factory.split(":"))
+        return make(self.config, self.observation_size, self.action_size)
 
     @property
     def policy_network(self) -> Any:
@@ -128,7 +135,19 @@ class AgentBuilder:
         replay_size: Callable[[], int] | None = None,
     ) -> Learner:
         """The learner, reading the batches of :meth:`learner_batches`."""
-        raise NotImplementedError
+        make = import_attribute(*self.learner_factory.split(":"))
+        return make(self.networks, self.config, batches, seed,
+                    **self.learner_options(update_priorities, replay_size))
+
+    def learner_options(
+        self,
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None,
+        replay_size: Callable[[], int] | None,
+    ) -> dict[str, Any]:
+        """Extra keyword arguments of the learner factory (a prioritized learner's hooks into
+        the table); none by default."""
+        del update_priorities, replay_size
+        return {}
 
     def make_exploration(self, actor_index: int, num_actors: int,
                          seed: int) -> Exploration | None:

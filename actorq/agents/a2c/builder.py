@@ -9,4 +9,4 @@ class A2CBuilder(OnPolicyBuilder):
     """A2C on any task: categorical head for discrete actions, Gaussian for continuous."""
 
     name = "a2c"
-    learning_module = "actorq.agents.a2c.learning"
+    learner_factory = "actorq.agents.a2c.learning:make_learner"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -12,7 +12,6 @@ from actorq.agents.dqn import acting
 from actorq.core import Exploration
 
 if TYPE_CHECKING:  # imported when first needed: actor processes never import JAX
-    from actorq.agents.dqn.learning import DQNLearner
     from actorq.networks.mlp import MLP
 
 
@@ -21,6 +20,8 @@ class DQNBuilder(AgentBuilder):
 
     name = "dqn"
     action_kind = "discrete"
+    networks_factory = "actorq.agents.dqn.networks:make_networks"
+    learner_factory = "actorq.agents.dqn.learning:DQNLearner"
 
     @property
     def uses_priorities(self) -> bool:
@@ -30,27 +31,17 @@ class DQNBuilder(AgentBuilder):
     def num_actions(self) -> int:
         return self.action_size
 
-    def _make_networks(self) -> Any:
-        from actorq.agents.dqn.networks import make_networks
-
-        return make_networks(self.config, self.observation_size, self.num_actions)
-
     @property
     def policy_network(self) -> MLP:
         return self.networks.q_network
 
-    def make_learner(
+    def learner_options(
         self,
-        batches: Iterator[dict[str, np.ndarray]],
-        seed: int,
-        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
-        replay_size: Callable[[], int] | None = None,
-    ) -> DQNLearner:
-        from actorq.agents.dqn.learning import DQNLearner
-
-        return DQNLearner(
-            self.networks, self.config, batches, seed, update_priorities, replay_size
-        )
+        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None,
+        replay_size: Callable[[], int] | None,
+    ) -> dict[str, Any]:
+        """Prioritized replay: the learner writes priorities back and reads the table size."""
+        return {"update_priorities": update_priorities, "replay_size": replay_size}
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
         final = acting.actor_epsilon(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +23,7 @@ class OnPolicyBuilder(AgentBuilder):
 
     action_kind = "any"
     data_path = "queue"
-    # The agent's learning module; its make_learner(networks, config, batches, seed) builds the
-    # learner (imported on first use: actors never import JAX).
-    learning_module: ClassVar[str]
+    networks_factory = "actorq.agents.on_policy.networks:make_networks"
 
     @property
     def n_step(self) -> int:
@@ -57,21 +55,8 @@ class OnPolicyBuilder(AgentBuilder):
         return unroll_batches(table, self.config.unrolls_per_batch, timeout=timeout)
 
     def _make_networks(self) -> Any:
-        from actorq.agents.on_policy.networks import make_networks
-
-        return make_networks(self.config, self.observation_size, self.action_size,
-                             self.discrete)
-
-    def make_learner(
-        self,
-        batches: Iterator[dict[str, np.ndarray]],
-        seed: int,
-        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
-        replay_size: Callable[[], int] | None = None,
-    ) -> Learner:
-        del update_priorities, replay_size  # a queue has neither
-        make = import_attribute(self.learning_module, "make_learner")
-        return make(self.networks, self.config, batches, seed)
+        make = import_attribute(*self.networks_factory.split(":"))
+        return make(self.config, self.observation_size, self.action_size, self.discrete)
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> None:
         """None: the package's head samples the actions (``actorq.runtime.policy_head``)."""

@@ -9,4 +9,4 @@ class PPOBuilder(OnPolicyBuilder):
     """PPO on any task: categorical head for discrete actions, Gaussian for continuous."""
 
     name = "ppo"
-    learning_module = "actorq.agents.ppo.learning"
+    learner_factory = "actorq.agents.ppo.learning:make_learner"

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 
 from actorq.agents.builder import AgentBuilder
 from actorq.agents.sac import acting
 from actorq.core import Exploration
-
-if TYPE_CHECKING:  # imported when first needed: actor processes never import JAX
-    from actorq.agents.sac.learning import SACLearner
 
 
 class SACBuilder(AgentBuilder):
@@ -20,29 +14,13 @@ class SACBuilder(AgentBuilder):
 
     name = "sac"
     action_kind = "continuous"
-
-    def _make_networks(self) -> Any:
-        from actorq.agents.sac.networks import make_networks
-
-        return make_networks(self.config, self.observation_size, self.action_size)
+    networks_factory = "actorq.agents.sac.networks:make_networks"
+    learner_factory = "actorq.agents.sac.learning:SACLearner"
 
     @property
     def policy_output_size(self) -> int:
         """Outputs of the network the actors run, ``[mean | log_std]`` (no Flax needed)."""
         return 2 * self.action_size
-
-    def make_learner(
-        self,
-        batches: Iterator[dict[str, np.ndarray]],
-        seed: int,
-        update_priorities: Callable[[np.ndarray, np.ndarray], None] | None = None,
-        replay_size: Callable[[], int] | None = None,
-    ) -> SACLearner:
-        """The SAC learner reading ``batches`` (uniform replay: priorities are not used)."""
-        from actorq.agents.sac.learning import SACLearner
-
-        del update_priorities, replay_size
-        return SACLearner(self.networks, self.config, batches, seed)
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
         """Samples the stochastic policy; every actor explores the same way (own noise seed)."""
