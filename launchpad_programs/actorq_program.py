@@ -46,6 +46,7 @@ import ml_collections
 from absl import logging
 
 from actorq.core import Builder
+from launchpad_programs.data_path import DataPath
 from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 from launchpad_programs.run_directory import RunDirectory
 
@@ -306,9 +307,7 @@ class LearnerNode:
         from actorq.metrics.carbon import CarbonTracker
         from actorq.metrics.loggers import EVENTS_FILE, JSONLLogger
         from actorq.metrics.progress import Progress
-        from actorq.replay import AdmissionQueue
         from launchpad_programs import nodes
-        from launchpad_programs.pacing import ActorPacing
 
         if run_dir is None:
             raise ValueError("launching an ActorQ program needs make_program(config, run_dir)")
@@ -320,10 +319,11 @@ class LearnerNode:
         self._weights = ctx.variable("weights")
         builder = nodes.make_builder_for(config)
         self.builder = builder
-        table = nodes.make_table(config, builder)
-        self._batch_items = builder.batch_items
-        warmup = nodes.WarmupTable(table)
-        learner = nodes.make_learner(config, builder, warmup, sample_timeout=5.0)
+        # The data-path part (replay table or queue, admission, actor pacing); the rest of
+        # this node (publishing, checkpoints, logs, drift, energy, progress) serves both paths.
+        self._data = DataPath(config, builder)
+        table = self._data.table
+        learner = self._data.make_learner()
         self._packages = nodes.LearnerPackages(learner, builder,
                                                nodes.published_precisions(config))
         self._drift = nodes.DriftMonitor(builder, table, int(config.replay.min_size),
@@ -364,10 +364,6 @@ class LearnerNode:
             values = list(counters.get(key) or [])
             counters[key] = (values + [0] * num_actors)[:num_actors]
         self._table, self._learner, self._counters = table, learner, counters
-        self._admission = AdmissionQueue(table)
-        # Items received per actor this run (steps counted minus these never became items).
-        self._received = [0] * num_actors
-        self._own_at_start = list(counters["actor_own_steps"])
         self._reports: dict[str, dict[int, dict[str, Any]]] = {}
         self._startup: list[float] = []
         self._placement: dict[str, dict[int, str]] = {}  # actor -> incarnation -> node
@@ -379,8 +375,7 @@ class LearnerNode:
                                       enabled=config.track_energy)
         base_steps = int(counters["actor_steps"])
         self._base_steps = base_steps
-        self._pacing = ActorPacing(table, base_steps, num_actors, nodes.envs_per_actor(config),
-                                   builder.adder_lag, builder.steps_per_item)
+        self._data.start(base_steps, counters["actor_own_steps"])
         self._wall_offset = float(counters["wall_time_s"])
         self._max_steps = int(config.max_actor_steps)
         self._every_ckpt = int(config.checkpoint_every_steps)
@@ -396,7 +391,7 @@ class LearnerNode:
         # Compile the learner update and the quantizer before the actors start, so that
         # compilation (seconds) is not time in which actors run with no learner.
         compile_start = time.perf_counter()
-        warmup.warm_up(learner)
+        self._data.warm_up(learner)
         self._publish()
         logging.info("learner and quantizer compiled in %.1f s",
                      time.perf_counter() - compile_start)
@@ -404,7 +399,7 @@ class LearnerNode:
         self._last_publish_end = time.perf_counter()
         self._counter.reset(base_steps, list(counters["actor_own_steps"]))
         self._counter.set_gauge("learner_steps", learner.steps)
-        self._counter.set_limit(self._pacing.step_limit())
+        self._counter.set_limit(self._data.step_limit())
         self._budget_spent = base_steps >= self._max_steps
         if self._budget_spent:
             logging.info("the checkpoint already has %d >= max_actor_steps actor steps: only "
@@ -460,9 +455,9 @@ class LearnerNode:
                 self._publish()
                 self._drift_row = (self._drift.measure(self._learner, self._packages)
                                    or self._drift_row)
-        self._admission.drain()
-        self._counter.set_limit(self._pacing.step_limit())
-        if not self._table.can_sample(self._batch_items):
+        self._data.drain()
+        self._counter.set_limit(self._data.step_limit())
+        if not self._data.batch_ready():
             if not worked and self._ctx.finished(self._actors):
                 return FINISHED
             return WORKED if worked else IDLE
@@ -494,8 +489,7 @@ class LearnerNode:
         arrived = False
         for source, chunk in self._experience.receive():
             arrived = True
-            self._admission.put(chunk)
-            self._received[self._actors.index(source)] += len(next(iter(chunk.values())))
+            self._data.receive(self._actors.index(source), chunk)
         for source, (kind, payload) in self._logs.receive():
             arrived = True
             self._on_log(source, kind, payload)
@@ -543,8 +537,7 @@ class LearnerNode:
             if node in self._actors:
                 self._counters["actor_restarts"] += 1
                 index = self._actors.index(node)
-                taken = self._counter.slots()[index] - self._own_at_start[index]
-                self._pacing.actor_lost(index, taken - self._received[index])
+                self._data.actor_lost(index, self._counter.slots()[index])
             else:
                 self._counters["evaluator_restarts"] += 1
             logging.warning("restarted %s (exit code %s) at actor step %d", node,
@@ -581,19 +574,16 @@ class LearnerNode:
             self._next_ckpt = (steps // self._every_ckpt + 1) * self._every_ckpt
 
     def _write_learner_row(self, now: float) -> None:
-        from launchpad_programs.pacing import pacing_row
-
         elapsed = max(now - self._log_start, 1e-9)
         self._learner_log.write({
             "actor_steps": self._counter.total(),
             "learner_steps": self._learner.steps,
             "wall_time_s": self._wall_time(),
-            "replay_size": self._table.size,
             "published_version": self._published_version,
             "policy_lag": self._learner.steps - self._min_actor_version(),
             "learner_calls_per_s": self._log_calls / elapsed,
             "num_publishes": self._packages.num_packages,
-            **pacing_row(self._table, self._admission),
+            **self._data.log_row(),
             **self._drift_row,
             **self._learner_metrics,
         })
@@ -619,7 +609,7 @@ class LearnerNode:
         self._progress.close()
         try:
             self._receive()
-            self._admission.drain()
+            self._data.drain()
         except Exception:  # noqa: BLE001
             logging.exception("could not take in the nodes' last messages")
         final_steps = self._counter.total()
@@ -641,7 +631,7 @@ class LearnerNode:
         for log in (*self._actor_logs.values(), self._learner_log, self._eval_log,
                     self._events):
             log.close()
-        self._table.close()
+        self._data.close()
         bytes_pulled, num_pulls = self._pull_totals()
         packages = self._packages
         result = {
