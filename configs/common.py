@@ -163,7 +163,9 @@ def on_policy_config(agent: str, task: str, max_actor_steps: int, envs: int,
     config.learner = learner
     steps_per_batch = int(learner.unroll_length) * int(learner.unrolls_per_batch)
     if decay_learning_rate:
-        learner.learning_rate_decay_updates = config.get_ref("max_actor_steps") // steps_per_batch
+        # References: the decay follows --config.max_actor_steps and batch-shape overrides.
+        learner.learning_rate_decay_updates = config.get_ref("max_actor_steps") // (
+            learner.get_ref("unroll_length") * learner.get_ref("unrolls_per_batch"))
     # The queue: FIFO, each unroll sampled once, inserts block when two batches wait.
     config.replay.rate_limiter = "queue"
     config.replay.max_size = 2 * int(learner.unrolls_per_batch)

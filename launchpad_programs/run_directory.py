@@ -43,6 +43,9 @@ RESUMABLE_KEYS: tuple[str, ...] = (
     # evaluating it more often continues the same experiment.
     "max_actor_steps", "eval_every_steps", "eval_episodes", "checkpoint_every_steps",
     "log_every_seconds", "keep_checkpoints",
+    # Derived from max_actor_steps by the on-policy presets (a linear decay spans the budget):
+    # a larger budget on resume stretches the rest of the schedule, recorded in resumes.jsonl.
+    "learner.learning_rate_decay_updates",
     # Where the run lives and how its processes are laid out: the launcher and the number of
     # actors change the topology, which users scale on resume (a single-process debug run
     # continued on local processes or a Ray cluster); the Ray and device settings place the same

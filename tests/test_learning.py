@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from actorq.metrics.loggers import read_jsonl
-from configs import d4pg_actorq, dqn_actorq
+from configs import a2c_actorq, d4pg_actorq, ddpg_actorq, dqn_actorq, ppo_actorq
 from launchpad_programs.launch import run_experiment
 
 
@@ -51,3 +51,57 @@ def test_d4pg_cartpole_balance_reaches_800(tmp_path, quantizer):
     evals = read_jsonl(tmp_path / quantizer / "eval.jsonl")
     assert evals[0]["eval_return"] < 500
     assert _best_eval(tmp_path / quantizer) >= 800
+
+
+def _evals(run_dir) -> list[float]:
+    return [row["eval_return"] for row in read_jsonl(run_dir / "eval.jsonl")]
+
+
+@pytest.mark.slow
+def test_ppo_cartpole_int8_actors_reach_and_hold_475(tmp_path):
+    # The preset (the RL Zoo's PPO CartPole: 8 environments, 32-step unrolls, 20 epochs), run
+    # for its first 50k of 100k steps: the learning-rate decay keeps the 100k schedule.
+    config = ppo_actorq.get_config("cartpole")
+    config.learner.learning_rate_decay_updates = 100_000 // (32 * 8)
+    config.max_actor_steps = 50_000
+    config.track_energy = False
+    config.run_dir = str(tmp_path / "run")
+    run_experiment(config)
+    evals = _evals(tmp_path / "run")
+    assert evals[0] < 50
+    assert max(evals) >= 475
+    assert sum(evals[-5:]) / 5 >= 400, evals
+
+
+@pytest.mark.slow
+def test_a2c_cartpole_int8_actors_learn(tmp_path):
+    config = a2c_actorq.get_config("cartpole")
+    config.max_actor_steps = 100_000
+    config.eval_every_steps = 5_000
+    config.track_energy = False
+    config.run_dir = str(tmp_path / "run")
+    run_experiment(config)
+    evals = _evals(tmp_path / "run")
+    assert evals[0] < 50
+    assert max(evals) >= 475
+    assert sum(evals[-5:]) / 5 >= 300, evals
+
+
+@pytest.mark.slow
+def test_ddpg_pendulum_int8_actors_learn(tmp_path):
+    # The Zoo's Pendulum DDPG, shrunk to 64 x 64 networks and 2k uniform-random steps.
+    config = ddpg_actorq.get_config("pendulum")
+    config.learner.policy_hidden_sizes = (64, 64)
+    config.learner.critic_hidden_sizes = (64, 64)
+    config.learner.uniform_random_steps = 2_000
+    config.replay.min_size = 2_000
+    config.max_actor_steps = 12_000
+    config.eval_every_steps = 1_000
+    config.eval_episodes = 5
+    config.track_energy = False
+    config.run_dir = str(tmp_path / "run")
+    run_experiment(config)
+    evals = _evals(tmp_path / "run")
+    assert evals[0] < -900  # an untrained pendulum policy never swings up
+    assert max(evals) >= -200
+    assert sum(evals[-3:]) / 3 >= -300, evals
