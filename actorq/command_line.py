@@ -34,6 +34,11 @@ def one_line(message: object) -> str:
     return " ".join(text.split())
 
 
+class Interrupted(RuntimeError):
+    """Work the user stopped (Ctrl-C, SIGTERM) that the same command resumes: the entry point
+    ends with one line saying so, and exit status 1, instead of a traceback."""
+
+
 def fail(message: object) -> NoReturn:
     """Prints ``error: <message>`` on one line to stderr and exits with status 2."""
     print(f"error: {one_line(message)}", file=sys.stderr, flush=True)
@@ -67,10 +72,17 @@ def parse_absl_flags(argv: Sequence[str]) -> list[str]:
 
 
 def run_absl(main) -> None:
-    """``absl.app.run(main)`` with one-line flag errors."""
+    """``absl.app.run(main)`` with one-line flag errors and a one-line :class:`Interrupted`."""
     from absl import app
 
-    app.run(main, flags_parser=parse_absl_flags)
+    def guarded(argv: list[str]) -> None:
+        try:
+            main(argv)
+        except Interrupted as stop:
+            print(f"stopped: {stop}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+
+    app.run(guarded, flags_parser=parse_absl_flags)
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -16,10 +16,10 @@ from absl import logging
 from actorq.analysis.plots import safe_name
 from actorq.analysis.ptq import parse_quantizers
 from actorq.analysis.runs import config_differences, has_checkpoint, run_status
-from actorq.command_line import check_writable_dir
+from actorq.command_line import Interrupted, check_writable_dir
 
 
-class RunInterrupted(RuntimeError):
+class RunInterrupted(Interrupted):
     """A run stopped before ``max_actor_steps`` (Ctrl-C/SIGTERM); re-running resumes it."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from actorq.agents.builder import AgentBuilder
-from actorq.agents.d4pg import acting
+from actorq.agents.d4pg.acting import actor_sigma, gaussian_exploration, greedy_action
 from actorq.core import Exploration
 
 
@@ -18,8 +18,8 @@ class D4PGBuilder(AgentBuilder):
     learner_factory = "actorq.agents.d4pg.learning:D4PGLearner"
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
-        sigma = acting.actor_sigma(self.config.sigma_max, actor_index, num_actors)
-        return acting.gaussian_exploration(sigma, seed)
+        sigma = actor_sigma(self.config.sigma_max, actor_index, num_actors)
+        return gaussian_exploration(sigma, seed)
 
     def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
-        return acting.greedy_action(outputs)
+        return greedy_action(outputs)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from actorq.agents.builder import AgentBuilder
-from actorq.agents.dqn import acting
+from actorq.agents.dqn.acting import actor_epsilon, epsilon_greedy, greedy_action
 from actorq.core import Exploration
 
 if TYPE_CHECKING:  # imported when first needed: actor processes never import JAX
@@ -44,12 +44,12 @@ class DQNBuilder(AgentBuilder):
         return {"update_priorities": update_priorities, "replay_size": replay_size}
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
-        final = acting.actor_epsilon(
+        final = actor_epsilon(
             self.config.epsilon_min, self.config.epsilon_max, actor_index, num_actors
         )
-        return acting.epsilon_greedy(
+        return epsilon_greedy(
             self.config.epsilon_start, final, self.config.epsilon_decay_steps, seed
         )
 
     def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
-        return acting.greedy_action(outputs)
+        return greedy_action(outputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from actorq.agents.builder import AgentBuilder
-from actorq.agents.sac import acting
+from actorq.agents.sac.acting import deterministic_action, tanh_gaussian_exploration
 from actorq.core import Exploration
 
 
@@ -25,10 +25,10 @@ class SACBuilder(AgentBuilder):
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> Exploration:
         """Samples the stochastic policy; every actor explores the same way (own noise seed)."""
         del actor_index, num_actors
-        return acting.tanh_gaussian_exploration(
+        return tanh_gaussian_exploration(
             self.config.log_std_min, self.config.log_std_max, seed
         )
 
     def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
         """The noise-free action ``tanh(mean)``."""
-        return acting.deterministic_action(outputs)
+        return deterministic_action(outputs)
