@@ -25,7 +25,7 @@ from absl import flags
 from ml_collections import config_flags
 
 from actorq.command_line import bad_input, parse_ints, run_absl
-from actorq.metrics.loggers import read_jsonl, surviving_rows
+from actorq.metrics.loggers import read_jsonl, read_resumes, surviving_rows
 from actorq.metrics.machine import machine_name
 from launchpad_programs.study_runs import check_grid, run_grid
 
@@ -101,7 +101,12 @@ def summarize_run(run_dir: Path, threshold: float) -> dict[str, Any]:
         "deployed_below_fp32_at": (None if quantizer == "fp32"
                                    else deployed_below_fp32_at(evals, threshold)),
         "evaluations": len(evals),
+        # The "holds": the mean of the last HELD_WINDOW evaluations.
+        "mean_last": sum(float(r["eval_return"]) for r in last) / len(last),
         "late_policy_drift": late_policy_drift(run_dir, quantizer),
+        # Each resume of the run: the step it continued from and the config keys it changed.
+        "resumes": [{"actor_steps": r.get("actor_steps"), "changed": sorted(r.get("changed", {}))}
+                    for r in read_resumes(run_dir)],
     }
 
 
@@ -134,9 +139,10 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
         f"Machine: {machine_name()}",
         "",
         "| quantizer | seed | first >= threshold: actor steps | learner steps | wall s "
-        f"| final return | best return (at step) | last {HELD_WINDOW} evals >= threshold "
-        "| fp32 >= threshold, deployed below | late policy drift | wall s total |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| final return | best return (at step) | mean of last {HELD_WINDOW} "
+        f"| last {HELD_WINDOW} evals >= threshold "
+        "| fp32 >= threshold, deployed below | late policy drift | wall s total | resumes |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         hit = r["first_hit_actor_steps"]
@@ -149,11 +155,16 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
         below = "-" if below is None else f"{below} / {r['evaluations']}"
         drift = r.get("late_policy_drift")
         drift = "-" if drift is None else f"{drift:.4f}"
+        resumes = r.get("resumes") or []
+        resumed = "-" if not resumes else "; ".join(
+            f"at {x['actor_steps'] or 0:,}" + (f" ({', '.join(x['changed'])})" if x["changed"] else "")
+            for x in resumes)
         lines.append(
             f"| {r['quantizer']} | {r['seed']} | {reached} | "
             f"{r['final_return']:.1f} | {r['best_return']:.1f} ({r['best_actor_steps']:,}) | "
+            f"{r.get('mean_last', float('nan')):.1f} | "
             f"{r.get('held_last', 0)} / {r.get('held_window', 0)} | {below} | {drift} | "
-            f"{r['wall_time_s']:.0f} |")
+            f"{r['wall_time_s']:.0f} | {resumed} |")
     lines += ["", "| quantizer | seeds | reached within budget | final >= threshold "
               f"| last {HELD_WINDOW} evals >= threshold |", "|---|---:|---:|---:|---:|"]
     for spec, t in totals.items():

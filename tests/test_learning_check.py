@@ -67,3 +67,15 @@ def test_a_resumed_run_counts_each_evaluation_once(tmp_path):
     row = learning_check.summarize_run(run, threshold=475)
     assert row["evaluations"] == 5 and row["held_last"] == 4
     assert row["deployed_below_fp32_at"] == 0
+
+
+def test_a_runs_row_and_report_show_its_resumes(tmp_path):
+    run = write_run(tmp_path, "int8", [(20, 20), (480, 490), (500, 500)], drift=[])
+    assert learning_check.summarize_run(run, threshold=475)["resumes"] == []
+    (run / "resumes.jsonl").write_text(json.dumps(
+        {"actor_steps": 2000, "changed": {"max_actor_steps": [2000, 3000]}, "added": []}) + "\n")
+    row = learning_check.summarize_run(run, threshold=475)
+    assert row["resumes"] == [{"actor_steps": 2000, "changed": ["max_actor_steps"]}]
+    assert row["mean_last"] == (20 + 480 + 500) / 3
+    totals = learning_check.summarize([row], threshold=475, within_steps=3000)
+    assert "at 2,000 (max_actor_steps) |" in learning_check.markdown([row], totals, 475, 3000, "c")

@@ -379,10 +379,13 @@ def test_write_report_outputs(tmp_path: Path) -> None:
             returns=step_returns(WALL, 0.0, 10.0),
         )
     )
+    # One run was resumed once: the report says where.
+    (dirs[0] / "resumes.jsonl").write_text(json.dumps({"actor_steps": 300, "changed": {}}) + "\n")
     out = tmp_path / "report"
     md_path = write_report(dirs, out, window=1)
 
     assert md_path == out / "speedup.md"
+    assert f"`{dirs[0]}` at actor steps 300" in md_path.read_text()
     md = md_path.read_text()
     int8_line = next(line for line in md.splitlines() if "| int8 |" in line)
     cells = [c.strip() for c in int8_line.strip("|").split("|")]

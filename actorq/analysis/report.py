@@ -35,6 +35,7 @@ from actorq.analysis.speedup import (
     speedup,
     target_return,
 )
+from actorq.metrics.loggers import read_resumes
 
 GroupKey = tuple[str, str]
 # Row-key suffix per axis: "wall" columns are seconds, "steps" columns are actor steps.
@@ -279,6 +280,14 @@ def write_report(
         "",
         markdown_table(rows),
     ]
+    resumes = {str(d): read_resumes(d) for d in dirs}
+    resumed = {d: r for d, r in resumes.items() if r}
+    if resumed:
+        # A resumed run's wall time spans sessions (and possibly machines): say which ones.
+        notes += ["", "Resumed runs (`resumes.jsonl`): "
+                  + "; ".join(f"`{d}` at actor steps "
+                              + ", ".join(f"{x.get('actor_steps') or 0:,}" for x in r)
+                              for d, r in resumed.items()), ""]
     md_path = out / "speedup.md"
     md_path.write_text("\n".join(notes))
     payload = {
@@ -288,6 +297,7 @@ def write_report(
         "runs": [str(d) for d in dirs],
         "plots": [p.name for p in plot_paths],
         "rows": rows,
+        "resumes": resumed,
     }
     (out / "speedup.json").write_text(
         json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n"
