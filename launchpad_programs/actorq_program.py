@@ -326,8 +326,9 @@ class LearnerNode:
         learner = self._data.make_learner()
         self._packages = nodes.LearnerPackages(learner, builder,
                                                nodes.published_precisions(config))
-        self._drift = nodes.DriftMonitor(builder, table, int(config.replay.min_size),
-                                         config.seed)
+        # A queue is drained by every learner call: one unroll (T observations) is enough.
+        drift_min = 1 if builder.data_path == "queue" else int(config.replay.min_size)
+        self._drift = nodes.DriftMonitor(builder, table, drift_min, config.seed)
         self._drift_row: dict[str, float] = {}
         self._checkpointer = Checkpointer(run_dir.checkpoints,
                                           max_to_keep=int(config.keep_checkpoints))
