@@ -448,7 +448,11 @@ class LearnerNode:
         if now - self._last_housekeeping >= HOUSEKEEPING_EVERY_S:
             self._last_housekeeping = now
             self._housekeeping()
-            if self._ctx.finished(self._actors):
+            # With the actors done, a learner whose sampling the table bounds takes the
+            # batches it is still owed first (how many must not depend on when this check
+            # runs: a run is reproducible from its seed); an unbounded one stops now.
+            if self._ctx.finished(self._actors) and not (
+                    self._data.sampling_bounded and self._data.batch_ready()):
                 return FINISHED
         if self._publish_on_pulls and self._counter.total() >= self._next_pull:
             self._next_pull = (self._counter.total() // self._pull_period + 1) * self._pull_period

@@ -9,6 +9,7 @@ checkpoints, logs, drift, energy, progress) is shared by both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,6 +78,12 @@ class DataPath:
     def batch_ready(self) -> bool:
         """Whether the table can give the learner a whole call's batch now."""
         return self.table.can_sample(self._builder.batch_items)
+
+    @property
+    def sampling_bounded(self) -> bool:
+        """Whether the table stops the learner once it has taken what the inserts allow (ratio
+        limiter, queue); False for ``MinSize``, which lets it sample forever."""
+        return math.isfinite(self.table.rate_limiter.min_diff)
 
     def actor_lost(self, actor: int, steps_counted: int) -> None:
         """Actor ``actor`` died having been counted ``steps_counted`` steps in total: what never
