@@ -75,8 +75,10 @@ def test_ppo_cartpole_int8_actors_reach_and_hold_475(tmp_path):
 
 @pytest.mark.slow
 def test_a2c_cartpole_int8_actors_learn(tmp_path):
+    # The preset's first 30k of 500k steps (measured on Milan: evals 9.6, 152, 401, 438, 500,
+    # 395, 486 at every 5k): A2C swings on CartPole, so the check is a mean over 5 evaluations.
     config = a2c_actorq.get_config("cartpole")
-    config.max_actor_steps = 100_000
+    config.max_actor_steps = 30_000
     config.eval_every_steps = 5_000
     config.track_energy = False
     config.run_dir = str(tmp_path / "run")
@@ -84,7 +86,7 @@ def test_a2c_cartpole_int8_actors_learn(tmp_path):
     evals = _evals(tmp_path / "run")
     assert evals[0] < 50
     assert max(evals) >= 475
-    assert sum(evals[-5:]) / 5 >= 300, evals
+    assert sum(evals[-5:]) / 5 >= 350, evals
 
 
 @pytest.mark.slow
