@@ -47,7 +47,7 @@ def test_cli_gpu_request_without_a_gpu_is_one_error_line(tmp_path):
          "--config=configs/dqn_actorq.py:cartpole_small", f"--config.run_dir={run}",
          "--config.learner_device=gpu"],
         cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: learner_device='gpu'")
     assert "Traceback" not in proc.stderr and not run.exists()
 

@@ -1,6 +1,6 @@
 """Run directories as study inputs: is a run there, finished, and made with this config?
 
-Pure reading: nothing here starts a run (``launchpad_programs.study_runs`` does).
+Pure reading: nothing here starts a run (the launch side's run-or-reuse step does).
 """
 
 from __future__ import annotations
