@@ -531,6 +531,10 @@ def test_unsigned_codes_above_127_are_exact_on_every_cpu(monkeypatch, saturating
     -128 shift back on XLA's s8 path)."""
     from actorq.runtime import onnx_runtime
 
+    if not saturating_cpu and onnx_runtime.u8s8_saturates():
+        # This CPU's u8 x s8 kernel really saturates (AVX2 without VNNI): the u8 x s8 path
+        # cannot be shown exact here; the saturating case below covers this CPU.
+        pytest.skip("u8 x s8 saturates on this CPU: a non-saturating one cannot be simulated")
     monkeypatch.setattr(onnx_runtime, "u8s8_saturates", lambda: saturating_cpu)
     rng = np.random.default_rng(5)
     kernel = np.where(rng.random((16, ACT)) < 0.5, 127, -127).astype(np.int8)
