@@ -157,7 +157,8 @@ def markdown(rows: Sequence[dict[str, Any]], totals: dict[str, dict[str, Any]],
         drift = "-" if drift is None else f"{drift:.4f}"
         resumes = r.get("resumes") or []
         resumed = "-" if not resumes else "; ".join(
-            f"at {x['actor_steps'] or 0:,}" + (f" ({', '.join(x['changed'])})" if x["changed"] else "")
+            f"at {x['actor_steps'] or 0:,}"
+            + (f" ({', '.join(x['changed'])})" if x["changed"] else "")
             for x in resumes)
         lines.append(
             f"| {r['quantizer']} | {r['seed']} | {reached} | "
