@@ -34,7 +34,9 @@ def test_dqn_cartpole_reaches_195(tmp_path, quantizer):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quantizer", ["fp32", "int8"])
+# int8 actors only: they are the product's default, and this test is the suite's longest (~200 s
+# per quantizer on CI). fp32 D4PG learning is measured on docs/learning.md.
+@pytest.mark.parametrize("quantizer", ["int8"])
 def test_d4pg_cartpole_balance_reaches_800(tmp_path, quantizer):
     # A fixed seed gives one trajectory per machine, not one everywhere: XLA's float results
     # differ with the CPU's vector units. Measured (AMD EPYC with AVX-512, seeds 0-6, fp32 and
