@@ -9,7 +9,6 @@ logged next to ``sample_policy_lag``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -18,27 +17,23 @@ import numpy as np
 
 from actorq.analysis.ptq import action_agreement, action_distances, kl_divergence
 from actorq.quantization.package import PolicyPackage
-from actorq.quantization.reference import forward, package_arrays
+from actorq.quantization.reference import forward, package_arrays, package_geometry
 
-
-@functools.partial(jax.jit, static_argnames=("activation", "output_activation",
-                                             "activation_bits", "unsigned_activations"))
-def _package_forward(arrays: Any, observations: jax.Array, *, activation: str,
-                     output_activation: str, activation_bits: int | None,
-                     unsigned_activations: bool) -> jax.Array:
-    # One compilation per package structure: new versions of the same network reuse it.
-    return forward(arrays, observations, activation=activation,
-                   output_activation=output_activation, activation_bits=activation_bits,
-                   unsigned_activations=unsigned_activations)
+# One compilation per package structure: new versions of the same network reuse it.
+_package_forward = jax.jit(forward, static_argnames=(
+    "activation", "output_activation", "activation_bits", "unsigned_activations", "geometry",
+    "input_scale"))
 
 
 def package_outputs(package: PolicyPackage, observations: np.ndarray) -> np.ndarray:
-    """The reference outputs of ``package`` (what every actor runtime computes)."""
+    """The reference outputs of ``package`` on raw ``observations`` (what every actor runtime
+    computes: the package's normalizer, if any, applies first)."""
     return np.asarray(_package_forward(
-        package_arrays(package), np.asarray(observations, np.float32),
+        package_arrays(package), package.prepare(observations),
         activation=package.activation, output_activation=package.output_activation,
         activation_bits=package.activation_bits,
-        unsigned_activations=package.unsigned_activations))
+        unsigned_activations=package.unsigned_activations,
+        geometry=package_geometry(package), input_scale=package.input_scale))
 
 
 def drift_metrics(evaluation_action: Callable[[np.ndarray], np.ndarray],
@@ -67,14 +62,15 @@ class PolicyDrift:
                  observations: np.ndarray) -> None:
         self._apply = jax.jit(network.apply)
         self._evaluation_action = evaluation_action
-        self._observations = np.asarray(observations, np.float32)
+        self._observations = np.asarray(observations)
 
     def measure(self, params: Any, packages: dict[str, PolicyPackage]) -> dict[str, float]:
         """``{f"policy_drift_{metric}/{precision}": value}`` for every package (an fp32 package
         measures ~0: the same function computed by the reference instead of Flax)."""
-        fp32 = np.asarray(self._apply(params, self._observations))
         out: dict[str, float] = {}
         for precision, package in packages.items():
+            # The network sees what the package's runtime sees (normalized, or pixel codes).
+            fp32 = np.asarray(self._apply(params, package.prepare(self._observations)))
             metrics = drift_metrics(self._evaluation_action, fp32,
                                     package_outputs(package, self._observations))
             out.update({f"policy_drift_{name}/{precision}": value

@@ -16,13 +16,26 @@ from aqt.jax.v2 import aqt_quantizer
 from actorq.networks.mlp import MLP, mlp_layers
 from actorq.quantization import aqt_compat  # noqa: F401  (before any AQT use)
 from actorq.quantization.numerics import check_bits
-from actorq.quantization.package import DenseParams, PolicyPackage
+from actorq.quantization.package import ConvParams, DenseParams, LayerParams, PolicyPackage
 from actorq.quantization.registry import register_quantizer
 
 
-def _package(spec: str, network: MLP, version: int, layers: list[DenseParams],
+def package_layer(network: MLP, index: int, kernel: np.ndarray, bias: np.ndarray,
+                  kernel_scale: np.ndarray | None = None) -> LayerParams:
+    """Layer ``index`` of ``network`` as a package layer: a :class:`ConvParams` (with the
+    network's stride) for 4-D kernels, else a :class:`DenseParams`."""
+    bias = np.asarray(bias, np.float32)
+    if np.ndim(kernel) == 4:
+        stride = int(network.conv_layers[index][2])
+        return ConvParams(kernel, bias, kernel_scale, strides=(stride, stride))
+    return DenseParams(kernel, bias, kernel_scale)
+
+
+def _package(spec: str, network: MLP, version: int, layers: list[LayerParams],
              activation_bits: int | None = None,
              unsigned_activations: bool = False) -> PolicyPackage:
+    # Conv networks (actorq.networks.conv.ConvNet) read integer-coded pixel observations.
+    input_shape = getattr(network, "input_shape", None)
     return PolicyPackage(
         quantizer=spec,
         version=int(version),
@@ -31,16 +44,22 @@ def _package(spec: str, network: MLP, version: int, layers: list[DenseParams],
         output_activation=network.output_activation,
         activation_bits=activation_bits,
         unsigned_activations=unsigned_activations,
+        input_shape=input_shape,
+        input_scale=None if input_shape is None else network.input_scale,
     )
 
 
 @functools.cache
-def _aqt_quantize_kernel(bits: int) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
-    """A jitted AQT weight quantizer (per output channel); eager AQT costs ~0.1 s per call."""
+def _aqt_quantize_kernel(
+    bits: int, ndim: int = 2
+) -> Callable[[jax.Array], tuple[jax.Array, jax.Array]]:
+    """A jitted AQT weight quantizer, per output channel (the last axis; calibration over the
+    others: ``[in]`` for dense kernels, ``[kh, kw, in]`` for conv ones); eager AQT costs ~0.1 s
+    per call."""
     quantizer = aqt_quantizer.quantizer_make(bits)
 
     def quantize(kernel: jax.Array) -> tuple[jax.Array, jax.Array]:
-        qtensor, _ = quantizer.quant(kernel, calibration_axes=[0])
+        qtensor, _ = quantizer.quant(kernel, calibration_axes=list(range(ndim - 1)))
         return qtensor.qvalue.astype(jnp.int8), qtensor.scale[0].astype(jnp.float32)
 
     return jax.jit(quantize)
@@ -55,11 +74,9 @@ class FloatQuantizer:
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         layers = [
-            DenseParams(
-                kernel=np.asarray(kernel, dtype=np.float32).astype(self.dtype),
-                bias=np.asarray(bias, dtype=np.float32),
-            )
-            for kernel, bias in mlp_layers(params)
+            package_layer(network, i, np.asarray(kernel, dtype=np.float32).astype(self.dtype),
+                          bias)
+            for i, (kernel, bias) in enumerate(mlp_layers(params))
         ]
         return _package(self.spec, network, version, layers)
 
@@ -86,15 +103,17 @@ class IntQuantizer:
         check_bits(self.bits)
 
     def quantize_kernel(self, kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """AQT-quantizes one ``[in, out]`` kernel: (int8 values, float32 scale [out])."""
-        values, scale = _aqt_quantize_kernel(self.bits)(jnp.asarray(kernel, jnp.float32))
+        """AQT-quantizes one ``[in, out]`` (or ``[kh, kw, in, out]``) kernel: (int8 values,
+        float32 scale [out])."""
+        quantize = _aqt_quantize_kernel(self.bits, np.ndim(kernel))
+        values, scale = quantize(jnp.asarray(kernel, jnp.float32))
         return np.asarray(values), np.asarray(scale).reshape(-1)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         layers = []
-        for kernel, bias in mlp_layers(params):
+        for i, (kernel, bias) in enumerate(mlp_layers(params)):
             values, scale = self.quantize_kernel(np.asarray(kernel))
-            layers.append(DenseParams(values, np.asarray(bias, np.float32), scale))
+            layers.append(package_layer(network, i, values, bias, scale))
         if self.unsigned_activations and network.activation != "relu":
             raise ValueError(
                 f"quantizer {self.spec!r} quantizes ReLU outputs as unsigned codes; this "

@@ -16,7 +16,7 @@ import numpy as np
 
 from actorq.networks.mlp import MLP, mlp_layers
 from actorq.quantization.builtin import IntQuantizer
-from actorq.quantization.package import DenseParams, PolicyPackage
+from actorq.quantization.package import PolicyPackage
 from actorq.quantization.registry import register_quantizer
 
 
@@ -27,7 +27,8 @@ class FloatHeadIntQuantizer(IntQuantizer):
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         package = super().quantize(params, network, version)
         kernel, bias = mlp_layers(params)[-1]
-        head = DenseParams(np.asarray(kernel, np.float32), np.asarray(bias, np.float32))
+        head = dataclasses.replace(package.layers[-1], kernel=np.asarray(kernel, np.float32),
+                                   bias=np.asarray(bias, np.float32), kernel_scale=None)
         return dataclasses.replace(package, layers=(*package.layers[:-1], head))
 
 

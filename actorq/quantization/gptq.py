@@ -98,6 +98,9 @@ class GptqIntQuantizer(IntQuantizer):
         return dataclasses.replace(self, calibration=observations)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
+        if getattr(network, "conv_layers", ()):
+            raise ValueError(f"quantizer {self.spec!r} handles dense networks only; this one "
+                             "has convolutions")
         package = super().quantize(params, network, version)  # scales, checks, RTN integers
         float_layers = mlp_layers(params)
         layers = list(package.layers)

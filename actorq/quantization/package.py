@@ -5,9 +5,15 @@ One self-describing byte buffer::
     b"AQPK" | u32 header length | msgpack header | array payload | u32 crc32(all before)
 
 The header names the quantizer, the policy version, the activations, the policy head and, per
-dense layer, the dtype/shape/offset of each array. A package may also carry the observation
-normalizer (per-feature mean and std, applied in fp32 before the first layer) and the head's
-state-independent log-std (Gaussian policies).
+layer (dense, or a ``VALID`` convolution with its strides), the dtype/shape/offset of each array.
+A package may also carry the observation normalizer (per-feature mean and std, applied in fp32
+before the first layer) and the head's state-independent log-std (Gaussian policies).
+
+Pixel policies (``input_shape`` set) read integer-coded observations, ``uint8 [batch, H, W, C]``,
+whose value is ``code * input_scale``. Convolutions are NHWC with ``[kh, kw, in, out]`` kernels;
+the first dense layer after them reads the flattened (row-major, channels-last) feature map.
+An integer first layer takes the codes exactly: they are its unsigned activation codes, with the
+fixed scale ``input_scale`` (no rounding), so uint8 frames stay uint8 up to the first matmul.
 
 Integer kernels carry one float32 scale per output channel and travel bit-packed at the fewest
 bits that hold their values (b bits for values in ``[-(2**(b-1) - 1), 2**(b-1) - 1]``, b = 2..8;
@@ -30,8 +36,10 @@ MAGIC = b"AQPK"
 # 2: integer kernels bit-packed ("bits" in their array entry); 3: "unsigned_activations" (a
 # reader that ignored it would compute a different policy, so older readers must refuse);
 # 4: the policy head (categorical, gaussian + log-std) and the observation normalizer.
-FORMAT_VERSION = 4
-READABLE_FORMATS = (1, 2, 3, 4)
+# 5: convolution layers, and integer-coded (pixel) observations: input_shape, input_scale.
+FORMAT_VERSION = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)
+PADDINGS = ("VALID",)
 # What the network's outputs mean. deterministic: they are the actions (or Q-values); the
 # agent's exploration acts on them. categorical: logits of a distribution actors sample from.
 # gaussian: the mean of a diagonal Gaussian with the package's state-independent log-std.
@@ -71,13 +79,61 @@ class DenseParams:
 
 
 @dataclasses.dataclass(frozen=True)
+class ConvParams:
+    """One 2-D convolution layer of a packaged policy (NHWC, ``VALID`` padding).
+
+    Attributes:
+      kernel: ``[kh, kw, in, out]``; float, or int8 holding b-bit integers.
+      bias: ``[out]`` float32.
+      kernel_scale: ``[out]`` float32 per-output-channel scale for integer kernels, else None.
+      strides: ``(vertical, horizontal)``.
+      padding: ``"VALID"`` (the only one: an integer layer's unsigned-code shift relies on every
+        output seeing the whole kernel).
+    """
+
+    kernel: np.ndarray
+    bias: np.ndarray
+    kernel_scale: np.ndarray | None = None
+    strides: tuple[int, int] = (1, 1)
+    padding: str = "VALID"
+
+    def __post_init__(self) -> None:
+        if np.ndim(self.kernel) != 4:
+            raise PackageError(f"a conv kernel is [kh, kw, in, out], got shape "
+                               f"{np.shape(self.kernel)}")
+        if self.padding not in PADDINGS:
+            raise PackageError(f"unsupported conv padding {self.padding!r}; valid: "
+                               f"{', '.join(PADDINGS)}")
+        strides = tuple(int(s) for s in self.strides)
+        if len(strides) != 2 or min(strides) < 1:
+            raise PackageError(f"conv strides must be two positive ints, got {self.strides!r}")
+        object.__setattr__(self, "strides", strides)
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kernel.dtype == np.int8
+
+    def output_shape(self, input_shape: Sequence[int]) -> tuple[int, int, int]:
+        """``(H, W, out)`` for an ``(H, W, in)`` input."""
+        kh, kw = self.kernel.shape[:2]
+        height, width = int(input_shape[0]), int(input_shape[1])
+        if height < kh or width < kw:
+            raise PackageError(f"a {kh}x{kw} convolution does not fit a {height}x{width} input")
+        return ((height - kh) // self.strides[0] + 1, (width - kw) // self.strides[1] + 1,
+                int(self.kernel.shape[3]))
+
+
+LayerParams = DenseParams | ConvParams
+
+
+@dataclasses.dataclass(frozen=True)
 class PolicyPackage:
     """A versioned, already-quantized policy MLP.
 
     Attributes:
       quantizer: the spec of the quantizer that made it (e.g. ``"int8"``, ``"fp16"``).
       version: the learner's policy version (monotonic; experience is tagged with it).
-      layers: the dense layers, input to output.
+      layers: the dense and conv layers, input to output (convolutions first).
       activation: hidden activation name; output_activation: applied to the last layer.
       activation_bits: bits of the dynamic per-row activation quantization before each integer
         matmul (None for float packages).
@@ -85,11 +141,14 @@ class PolicyPackage:
         rows to unsigned codes ``[0, 2**b - 1]`` instead of ``[-(2**(b-1) - 1), 2**(b-1) - 1]``:
         twice the resolution where half of the signed grid is never used. The observation layer
         stays signed.
+      input_shape: ``(H, W, C)`` of integer-coded pixel observations; None for flat float
+        observations.
+      input_scale: what one code of a pixel observation is worth (1/255 for frames).
     """
 
     quantizer: str
     version: int
-    layers: tuple[DenseParams, ...]
+    layers: tuple[LayerParams, ...]
     activation: str = "relu"
     output_activation: str = "none"
     activation_bits: int | None = None
@@ -98,8 +157,45 @@ class PolicyPackage:
     head_log_std: np.ndarray | None = None
     observation_mean: np.ndarray | None = None
     observation_std: np.ndarray | None = None
+    input_shape: tuple[int, ...] | None = None
+    input_scale: float | None = None
 
     def __post_init__(self) -> None:
+        if (self.input_shape is None) != (self.input_scale is None):
+            raise PackageError("pixel observations need both input_shape and input_scale")
+        if self.input_shape is not None:
+            object.__setattr__(self, "input_shape", tuple(int(v) for v in self.input_shape))
+            object.__setattr__(self, "input_scale", float(self.input_scale))
+            if self.observation_mean is not None:
+                raise PackageError("pixel observations have no observation normalizer")
+        convs = [isinstance(layer, ConvParams) for layer in self.layers]
+        if any(convs) and self.input_shape is None:
+            raise PackageError("conv layers need an input_shape")
+        if convs != sorted(convs, reverse=True) or (convs and convs[-1]):
+            raise PackageError("conv layers must come before the dense layers, which end it")
+        if self.input_shape is not None:
+            self.layer_input_shapes()  # raises PackageError if the layers do not chain
+
+    def layer_input_shapes(self) -> list[tuple[int, ...]]:
+        """Each layer's input shape per observation: ``(H, W, C)`` for conv layers, ``(features,)``
+        for dense ones. Raises PackageError if the layers' shapes do not chain."""
+        shape: tuple[int, ...] = self.input_shape or (int(self.layers[0].kernel.shape[0]),)
+        shapes = []
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, ConvParams):
+                if len(shape) != 3 or shape[2] != layer.kernel.shape[2]:
+                    raise PackageError(f"layer {i}: a conv with {layer.kernel.shape[2]} input "
+                                       f"channels cannot read shape {shape}")
+                shapes.append(shape)
+                shape = layer.output_shape(shape)
+            else:
+                flat = int(np.prod(shape))
+                if flat != layer.kernel.shape[0]:
+                    raise PackageError(f"layer {i}: a dense layer with {layer.kernel.shape[0]} "
+                                       f"inputs cannot read {flat} features")
+                shapes.append((flat,))
+                shape = (int(layer.kernel.shape[1]),)
+        return shapes
         if self.unsigned_activations and self.activation != "relu":
             raise PackageError(
                 f"unsigned activations need ReLU hidden layers, got {self.activation!r}"
@@ -117,6 +213,30 @@ class PolicyPackage:
         behaviour log-probability)."""
         return self.head != "deterministic"
 
+    @property
+    def pixels(self) -> bool:
+        """Whether the package reads integer-coded ``uint8 [batch, H, W, C]`` observations."""
+        return self.input_shape is not None
+
+    def prepare(self, observations: np.ndarray) -> np.ndarray:
+        """What a runtime feeds its network: ``uint8 [batch, H, W, C]`` codes for pixel
+        packages (integers outside ``[0, 255]`` raise ValueError), else ``float32 [batch,
+        features]`` through :meth:`normalize`."""
+        observations = np.asarray(observations)
+        if not self.pixels:
+            batch = observations.reshape(observations.shape[0], -1)
+            return self.normalize(batch.astype(np.float32, copy=False))
+        if observations.shape[1:] != self.input_shape:
+            raise PackageError(f"policy package reads observations of shape {self.input_shape}, "
+                               f"got {observations.shape[1:]}")
+        if observations.dtype != np.uint8:
+            if observations.dtype.kind not in "biu" or (
+                    observations.size and (observations.min() < 0 or observations.max() > 255)):
+                raise ValueError("pixel observations must be integer codes in [0, 255], got "
+                                 f"dtype {observations.dtype}")
+            observations = observations.astype(np.uint8)
+        return np.ascontiguousarray(observations)
+
     def normalize(self, observations: np.ndarray) -> np.ndarray:
         """``clip((observations - mean) / std, +-OBSERVATION_CLIP)`` in fp32 when the package
         has a normalizer (every runtime applies it before the first layer), else the
@@ -132,6 +252,9 @@ class PolicyPackage:
 
     @property
     def input_size(self) -> int:
+        """Features per observation (``H * W * C`` for pixel packages)."""
+        if self.input_shape is not None:
+            return int(np.prod(self.input_shape))
         return int(self.layers[0].kernel.shape[0])
 
     @property
@@ -162,6 +285,8 @@ class PolicyPackage:
         layer_headers = []
         for layer in self.layers:
             entry = {}
+            if isinstance(layer, ConvParams):
+                entry["conv"] = {"strides": list(layer.strides), "padding": layer.padding}
             for field in ("kernel", "bias", "kernel_scale"):
                 array = getattr(layer, field)
                 if array is None:
@@ -198,6 +323,8 @@ class PolicyPackage:
                 "activation_bits": self.activation_bits,
                 "unsigned_activations": bool(self.unsigned_activations),
                 "head": self.head,
+                "input_shape": None if self.input_shape is None else list(self.input_shape),
+                "input_scale": self.input_scale,
                 "arrays": extras,
                 "layers": layer_headers,
             }
@@ -222,10 +349,16 @@ class PolicyPackage:
             payload = memoryview(body)[8 + header_len :]
             layers = []
             for entry in header["layers"]:
+                conv = entry.get("conv")
                 arrays = {
                     field: _read_array(payload, meta) for field, meta in entry.items()
+                    if field != "conv"
                 }
-                layers.append(DenseParams(**arrays))
+                if conv is None:
+                    layers.append(DenseParams(**arrays))
+                else:
+                    layers.append(ConvParams(**arrays, strides=tuple(conv["strides"]),
+                                             padding=conv["padding"]))
             extras = {field: _read_array(payload, meta)
                       for field, meta in header.get("arrays", {}).items()}
             return cls(
@@ -237,6 +370,8 @@ class PolicyPackage:
                 activation_bits=header["activation_bits"],
                 unsigned_activations=bool(header.get("unsigned_activations", False)),
                 head=header.get("head", "deterministic"),
+                input_shape=header.get("input_shape"),
+                input_scale=header.get("input_scale"),
                 **extras,
             )
         except PackageError:

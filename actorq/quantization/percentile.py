@@ -26,7 +26,9 @@ class PercentileInt8Quantizer(IntQuantizer):
 
     def quantize_kernel(self, kernel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         kernel = np.asarray(kernel, np.float32)
-        bound = np.percentile(np.abs(kernel), self.percentile, axis=0).astype(np.float32)
+        # Per output channel: over every other axis ([in], or [kh, kw, in] for convolutions).
+        axes = tuple(range(kernel.ndim - 1))
+        bound = np.percentile(np.abs(kernel), self.percentile, axis=axes).astype(np.float32)
         bound[bound == 0.0] = 1.0
         scale = bound / np.float32(quant_bound(self.bits))
         limit = max_int(self.bits)

@@ -5,13 +5,19 @@ int8 x int8 -> int32 matmul (``preferred_element_type=int32`` on s8 operands), w
 activation quantization, then rescale by ``activation_scale * kernel_scale`` and add the bias.
 Float packages compute in the kernel's dtype with float32 accumulation.
 
-Unsigned activation codes (``PolicyPackage.unsigned_activations``) reach ``[0, 255]``, which s8
-cannot hold. They go to the same s8 matmul shifted by -128, and ``128 * column_sum(kernel)`` is
-added back to the int32 accumulator: the same integers, on XLA's fast int8 path.
+Conv layers are VALID NHWC convolutions with the same numerics: one dynamic activation scale per
+sample (over its whole ``[H, W, C]`` map), per-output-channel kernel scales. A pixel package's
+uint8 codes enter its first integer layer exactly, with the fixed scale ``input_scale``.
+
+Unsigned activation codes (``PolicyPackage.unsigned_activations``, and pixel codes) reach
+``[0, 255]``, which s8 cannot hold. They go to the same s8 matmul shifted by -128, and
+``128 * column_sum(kernel)`` is added back to the int32 accumulator: the same integers, on XLA's
+fast int8 path.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +27,12 @@ import numpy as np
 
 from actorq.networks.mlp import ACTIVATIONS
 from actorq.quantization.numerics import quantize_rows, quantize_rows_unsigned
-from actorq.quantization.package import PolicyPackage
+from actorq.quantization.package import ConvParams, PolicyPackage
 
 PackageArrays = list[dict[str, jax.Array]]
+# Per layer: the conv strides, or None for a dense layer (static: it shapes the computation).
+Geometry = tuple[tuple[int, int] | None, ...]
+CONV_DIMENSIONS = ("NHWC", "HWIO", "NHWC")
 
 
 def package_arrays(package: PolicyPackage) -> PackageArrays:
@@ -37,6 +46,65 @@ def package_arrays(package: PolicyPackage) -> PackageArrays:
     return arrays
 
 
+def package_geometry(package: PolicyPackage) -> Geometry:
+    """Each layer's conv strides, or None for dense layers."""
+    return tuple(layer.strides if isinstance(layer, ConvParams) else None
+                 for layer in package.layers)
+
+
+def _integer_op(x: jax.Array, kernel: jax.Array, strides: tuple[int, int] | None) -> jax.Array:
+    """s8 x s8 -> s32: a matmul (``strides`` None) or a VALID NHWC convolution."""
+    if strides is None:
+        return jax.lax.dot_general(x, kernel, (((1,), (0,)), ((), ())),
+                                   preferred_element_type=jnp.int32)
+    return jax.lax.conv_general_dilated(x, kernel, strides, "VALID",
+                                        dimension_numbers=CONV_DIMENSIONS,
+                                        preferred_element_type=jnp.int32)
+
+
+def _unsigned_op(codes: jax.Array, kernel: jax.Array,
+                 strides: tuple[int, int] | None) -> jax.Array:
+    """The exact int32 result of unsigned codes ``[0, 255]`` times an s8 kernel, on the s8 path:
+    ``(codes - 128) x kernel + 128 * sum(kernel)`` (the sum over the contraction axes; with VALID
+    padding every output sees the whole kernel)."""
+    shifted = (codes.astype(jnp.int16) - 128).astype(jnp.int8)
+    column_sum = jnp.sum(kernel.astype(jnp.int32), axis=tuple(range(kernel.ndim - 1)))
+    return _integer_op(shifted, kernel, strides) + 128 * column_sum
+
+
+def _per_sample(quantize, x: jax.Array, bits: int) -> tuple[jax.Array, jax.Array]:
+    """Per-row quantization of each sample's whole ``[H, W, C]`` map (one scale per sample);
+    the scale is shaped to broadcast against ``x``."""
+    codes, scale = quantize(x.reshape(x.shape[0], -1), bits)
+    shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+    return codes.reshape(x.shape), scale.reshape(shape)
+
+
+def integer_layer(
+    x: jax.Array, layer: dict[str, jax.Array], activation_bits: int, mode: str = "signed",
+    strides: tuple[int, int] | None = None, input_scale: float | None = None,
+) -> jax.Array:
+    """One integer layer (dense, or conv when ``strides`` is given).
+
+    ``mode``: ``"signed"`` quantizes each sample to signed codes, ``"unsigned"`` to unsigned
+    codes (non-negative inputs), and ``"codes"`` takes ``x`` as exact unsigned integer codes
+    worth ``input_scale`` each (pixel observations). Then the s8 kernel product in int32,
+    rescaled by ``input scale * kernel_scale``, plus the bias.
+    """
+    kernel = layer["kernel"]
+    if mode == "codes":
+        acc = _unsigned_op(x.astype(jnp.uint8), kernel, strides)
+        x_scale = jnp.float32(input_scale)
+    elif mode == "unsigned":
+        codes, x_scale = _per_sample(quantize_rows_unsigned, x.astype(jnp.float32),
+                                     activation_bits)
+        acc = _unsigned_op(codes, kernel, strides)
+    else:
+        codes, x_scale = _per_sample(quantize_rows, x.astype(jnp.float32), activation_bits)
+        acc = _integer_op(codes, kernel, strides)
+    return acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
+
+
 def dense_int(
     x: jax.Array, layer: dict[str, jax.Array], activation_bits: int, unsigned: bool = False
 ) -> jax.Array:
@@ -44,27 +112,28 @@ def dense_int(
 
     ``unsigned``: the rows are non-negative and quantized to unsigned codes (module docstring).
     """
-    dims = (((1,), (0,)), ((), ()))
-    if unsigned:
-        codes, x_scale = quantize_rows_unsigned(x.astype(jnp.float32), activation_bits)
-        shifted = (codes.astype(jnp.int16) - 128).astype(jnp.int8)
-        acc = jax.lax.dot_general(
-            shifted, layer["kernel"], dims, preferred_element_type=jnp.int32
-        ) + 128 * jnp.sum(layer["kernel"].astype(jnp.int32), axis=0)
+    return integer_layer(x, layer, activation_bits, "unsigned" if unsigned else "signed")
+
+
+def float_layer(x: jax.Array, layer: dict[str, jax.Array],
+                strides: tuple[int, int] | None = None) -> jax.Array:
+    """One float layer (dense, or conv when ``strides`` is given) computed in the kernel's
+    dtype, accumulated in float32."""
+    kernel = layer["kernel"]
+    x = x.astype(kernel.dtype)
+    if strides is None:
+        out = jax.lax.dot_general(x, kernel, (((1,), (0,)), ((), ())),
+                                  preferred_element_type=jnp.float32)
     else:
-        xq, x_scale = quantize_rows(x.astype(jnp.float32), activation_bits)
-        acc = jax.lax.dot_general(xq, layer["kernel"], dims, preferred_element_type=jnp.int32)
-    return acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
+        out = jax.lax.conv_general_dilated(x, kernel, strides, "VALID",
+                                           dimension_numbers=CONV_DIMENSIONS,
+                                           preferred_element_type=jnp.float32)
+    return out + layer["bias"]
 
 
 def dense_float(x: jax.Array, layer: dict[str, jax.Array]) -> jax.Array:
     """One float dense layer computed in the kernel's dtype, accumulated in float32."""
-    kernel = layer["kernel"]
-    out = jax.lax.dot_general(
-        x.astype(kernel.dtype), kernel, (((1,), (0,)), ((), ())),
-        preferred_element_type=jnp.float32,
-    )
-    return out + layer["bias"]
+    return float_layer(x, layer)
 
 
 def forward(
@@ -75,40 +144,60 @@ def forward(
     output_activation: str,
     activation_bits: int | None,
     unsigned_activations: bool = False,
+    geometry: Geometry | None = None,
+    input_scale: float | None = None,
 ) -> jax.Array:
-    """Pure forward pass over ``[batch, features]`` observations.
+    """Pure forward pass over ``[batch, features]`` observations, or ``uint8 [batch, H, W, C]``
+    codes when ``input_scale`` is given.
 
     ``unsigned_activations``: ReLU-fed integer layers quantize their input to unsigned codes.
+    ``geometry``: :func:`package_geometry` (None: every layer dense).
     """
-    x = observations.astype(jnp.float32)
+    geometry = geometry or (None,) * len(arrays)
+    x = observations if input_scale is not None else observations.astype(jnp.float32)
     for i, layer in enumerate(arrays):
+        strides = geometry[i]
+        if strides is None and x.ndim > 2:  # the first dense layer after the convolutions
+            x = x.reshape(x.shape[0], -1)
         if "kernel_scale" in layer:
             assert activation_bits is not None
-            unsigned = unsigned_activations and i > 0 and activation == "relu"
-            x = dense_int(x, layer, activation_bits, unsigned)
+            if i == 0 and input_scale is not None:
+                mode = "codes"
+            elif unsigned_activations and i > 0 and activation == "relu":
+                mode = "unsigned"
+            else:
+                mode = "signed"
+            x = integer_layer(x, layer, activation_bits, mode, strides, input_scale)
         else:
-            x = dense_float(x, layer)
+            if i == 0 and input_scale is not None:
+                x = x.astype(jnp.float32) * jnp.float32(input_scale)
+            x = float_layer(x, layer, strides)
         act = activation if i < len(arrays) - 1 else output_activation
         x = ACTIVATIONS[act](x)
     return x
 
 
-def make_reference_forward(package: PolicyPackage) -> Callable[[Any], np.ndarray]:
-    """A jitted ``observations [batch, d] -> outputs [batch, k]`` for this package (its
-    observation normalizer, if any, applied first in fp32, as every runtime does).
+def package_forward(package: PolicyPackage) -> Callable[[PackageArrays, jax.Array], jax.Array]:
+    """:func:`forward` with ``package``'s static settings bound (jit it)."""
+    return functools.partial(
+        forward,
+        activation=package.activation,
+        output_activation=package.output_activation,
+        activation_bits=package.activation_bits,
+        unsigned_activations=package.unsigned_activations,
+        geometry=package_geometry(package),
+        input_scale=package.input_scale,
+    )
 
-    This is the numerics reference, not the fast actor path (see ``actorq.runtime.backends``).
+
+def make_reference_forward(package: PolicyPackage) -> Callable[[Any], np.ndarray]:
+    """A jitted ``observations -> outputs [batch, k]`` for this package (its observation
+    normalizer, if any, applied first in fp32, as every runtime does; pixel packages take uint8
+    codes, see :meth:`PolicyPackage.prepare`).
+
+    This is the numerics reference, not the fast actor path (see ``actorq.runtime``).
     """
     arrays = package_arrays(package)
-    fn = jax.jit(
-        lambda a, x: forward(
-            a,
-            x,
-            activation=package.activation,
-            output_activation=package.output_activation,
-            activation_bits=package.activation_bits,
-            unsigned_activations=package.unsigned_activations,
-        )
-    )
+    fn = jax.jit(package_forward(package))
     return lambda observations: np.asarray(
-        fn(arrays, jnp.asarray(package.normalize(np.asarray(observations, np.float32)))))
+        fn(arrays, jnp.asarray(package.prepare(observations))))

@@ -54,16 +54,16 @@ class FeedForwardActor:
             self._client.update(wait=True)
             if not self._client.has_policy:
                 raise RuntimeError("no policy has been published yet")
-        batch = observations.reshape(observations.shape[0], -1)
+        # The runtime prepares them for its package (flat float32, or uint8 pixel codes).
         with self._breakdown.time("inference"):
-            outputs = self._runtime(batch.astype(np.float32, copy=False))
+            outputs = self._runtime(observations)
         if self._exploration is None:
             actions, self._logprobs = policy_head.sample(self._client.package, outputs,
                                                          self._rng)
         else:
             # The exploration schedule (e.g. epsilon decay) counts environment steps.
             actions = self._exploration(outputs, self._steps)
-        self._steps += len(batch)
+        self._steps += len(observations)
         return actions
 
     def select_action(self, observation: np.ndarray) -> np.ndarray:

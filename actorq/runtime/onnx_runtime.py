@@ -39,7 +39,7 @@ from actorq.quantization.numerics import (
     quant_bound,
     unsigned_quant_bound,
 )
-from actorq.quantization.package import PolicyPackage
+from actorq.quantization.package import ConvParams, PolicyPackage
 
 OPSET = 21
 MS_DOMAIN = "com.microsoft"
@@ -75,8 +75,11 @@ def package_signature(package: PolicyPackage) -> tuple:
         package.output_activation,
         package.activation_bits,
         package.unsigned_activations,
+        package.input_shape,
+        package.input_scale,
         tuple(
-            (layer.kernel.shape, str(layer.kernel.dtype), layer.kernel_scale is not None)
+            (layer.kernel.shape, str(layer.kernel.dtype), layer.kernel_scale is not None,
+             getattr(layer, "strides", None))
             for layer in package.layers
         ),
     )
@@ -118,9 +121,13 @@ def signed_input_layers(package: PolicyPackage) -> frozenset[int]:
 
 def unsigned_kernel_layers(package: PolicyPackage) -> frozenset[int]:
     """Integer layers of the exact graph whose kernel goes to ORT as ``uint8``: the
-    :func:`signed_input_layers`, and, on CPUs whose ``u8 x s8`` kernel saturates, ReLU-fed layers
-    of packages with 8-bit unsigned activation codes (codes up to 255)."""
+    :func:`signed_input_layers`, every integer convolution (ORT's ``ConvInteger`` is exact with
+    int8 kernels too, but ~2.5x slower than with uint8 ones: docs/performance.md), and, on CPUs
+    whose ``u8 x s8`` kernel saturates, ReLU-fed layers of packages with 8-bit unsigned
+    activation codes (codes up to 255)."""
     layers = set(signed_input_layers(package))
+    layers |= {i for i, layer in enumerate(package.layers)
+               if layer.kernel_scale is not None and isinstance(layer, ConvParams)}
     bits = package.activation_bits
     if package.unsigned_activations and bits is not None and max_uint(bits) > 127 \
             and u8s8_saturates():
@@ -143,17 +150,30 @@ def graph_weights(
     """
     if unsigned_kernels is None:
         unsigned_kernels = unsigned_kernel_layers(package)
+    shapes = package.layer_input_shapes() if package.pixels else None
     weights = {}
     for i, layer in enumerate(package.layers):
+        kernel = layer.kernel
+        conv = isinstance(layer, ConvParams)
+        if conv:  # ONNX convolutions are NCHW with OIHW kernels
+            kernel = np.transpose(kernel, (3, 2, 0, 1))
+        elif i > 0 and isinstance(package.layers[i - 1], ConvParams):
+            # The graph flattens NCHW feature maps; the package's rows are in (h, w, c) order.
+            height, width, channels = package.layers[i - 1].output_shape(shapes[i - 1])
+            kernel = (kernel.reshape(height, width, channels, -1).transpose(2, 0, 1, 3)
+                      .reshape(kernel.shape))
+        # Per-channel vectors broadcast over [N, C, H, W] as [C, 1, 1].
+        channel_shape = (-1, 1, 1) if conv else (-1,)
         if layer.kernel_scale is not None:
             if i in unsigned_kernels:
-                weights[f"kernel_{i}"] = (layer.kernel.astype(np.int16) + 128).astype(np.uint8)
+                weights[f"kernel_{i}"] = (kernel.astype(np.int16) + 128).astype(np.uint8)
             else:
-                weights[f"kernel_{i}"] = layer.kernel
-            weights[f"kernel_scale_{i}"] = np.asarray(layer.kernel_scale, np.float32).reshape(-1)
+                weights[f"kernel_{i}"] = kernel
+            weights[f"kernel_scale_{i}"] = np.asarray(layer.kernel_scale,
+                                                      np.float32).reshape(channel_shape)
         else:  # fp32 as is; fp16 / bf16 -> fp32 is exact
-            weights[f"kernel_{i}"] = np.asarray(layer.kernel).astype(np.float32, copy=False)
-        weights[f"bias_{i}"] = np.asarray(layer.bias, np.float32)
+            weights[f"kernel_{i}"] = np.asarray(kernel).astype(np.float32, copy=False)
+        weights[f"bias_{i}"] = np.asarray(layer.bias, np.float32).reshape(channel_shape)
     return {name: np.ascontiguousarray(value) for name, value in weights.items()}
 
 
@@ -182,6 +202,9 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
 
     The model declares the weights as external data to be supplied in memory
     (``SessionOptions.add_external_initializers``); :func:`build_model` embeds them instead.
+    Pixel packages take ``uint8 [batch, H, W, C]``, transposed once to NCHW for ONNX's
+    convolutions; integer convolutions are ``ConvInteger`` (u8 x u8, exact), and one activation
+    scale per sample covers its whole feature map, as in the reference.
     """
     layers = package.layers
     weights = graph_weights(package)
@@ -192,6 +215,7 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         bits = check_bits(package.activation_bits)
         limit = max_int(bits)
         c_axis = g.const(np.array([-1], np.int64))
+        c_map_axes = g.const(np.array([1, 2, 3], np.int64))  # one scale per NCHW sample
         c_floor = g.const(ABS_MAX_FLOOR)
         c_inv_bound = g.const(np.float32(1.0) / np.float32(quant_bound(bits)))
         c_one = g.const(np.float32(1.0))
@@ -205,13 +229,26 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         c_s_low, c_s_high = g.const(np.uint8(128 - limit)), g.const(np.uint8(128 + limit))
 
     x = INPUT
+    codes = package.pixels  # x holds the observation's uint8 codes
+    if codes and isinstance(layers[0], ConvParams):
+        x = g.op("Transpose", [x], perm=[0, 3, 1, 2])
+    elif codes:
+        x = g.op("Flatten", [x], axis=1)
     relu_pending = False  # x is pre-ReLU; its ReLU is folded into the next quantization
     for i, layer in enumerate(layers):
-        if layer.kernel_scale is not None:
+        conv = isinstance(layer, ConvParams)
+        if not conv and i > 0 and isinstance(layers[i - 1], ConvParams):
+            x = g.op("Flatten", [x], axis=1)  # NCHW order: the kernel rows match (graph_weights)
+        if layer.kernel_scale is not None and codes:
+            # Pixel codes are the layer's exact unsigned input, worth input_scale each.
+            xq, zero_point = x, c_zp_unsigned
+            x_scale = g.const(np.float32(package.input_scale))
+        elif layer.kernel_scale is not None:
+            axes = c_map_axes if conv else c_axis
             if relu_pending:  # max|relu(y)| == max(max(y), 0); the floor also covers <= 0
-                abs_max = g.op("ReduceMax", [x, c_axis], keepdims=1)
+                abs_max = g.op("ReduceMax", [x, axes], keepdims=1)
             else:
-                abs_max = g.op("ReduceMax", [g.op("Abs", [x]), c_axis], keepdims=1)
+                abs_max = g.op("ReduceMax", [g.op("Abs", [x]), axes], keepdims=1)
             unsigned = relu_pending and package.unsigned_activations
             inv_bound = c_inv_ubound if unsigned else c_inv_bound
             x_scale = g.op("Mul", [g.op("Max", [abs_max, c_floor]), inv_bound])
@@ -230,14 +267,25 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
                 xq = g.op("QuantizeLinear", [scaled, c_one, c_zp_signed])
                 xq = g.op("Clip", [xq, c_s_low, c_s_high])
                 zero_point = c_zp_signed
+        if layer.kernel_scale is not None and conv:
+            acc = g.op("ConvInteger", [xq, f"kernel_{i}", zero_point, c_zp_signed],
+                       strides=list(layer.strides))
+            # acc * (x_scale * kernel_scale), the reference's order of operations
+            y = g.op("Mul", [g.op("Cast", [acc], to=TensorProto.FLOAT),
+                             g.op("Mul", [x_scale, f"kernel_scale_{i}"])])
+        elif layer.kernel_scale is not None:
             inputs = [xq, f"kernel_{i}", x_scale, f"kernel_scale_{i}", zero_point]
             if i in unsigned_kernels:  # u8 x u8: exact on CPUs without VNNI too
                 inputs.append(c_zp_signed)
             y = g.op("MatMulIntegerToFloat", inputs, domain=MS_DOMAIN)
         else:
+            if codes:
+                x = g.op("Mul", [g.op("Cast", [x], to=TensorProto.FLOAT),
+                                 g.const(np.float32(package.input_scale))])
             if relu_pending:
                 x = g.op("Relu", [x])
             y = _float_matmul(g, x, i, layer)
+        codes = False
         y = g.op("Add", [y, f"bias_{i}"])  # not inside MatMulIntegerToFloat: see module doc
         last = i == len(layers) - 1
         act = package.output_activation if last else package.activation
@@ -247,10 +295,13 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
 
 
 def _float_matmul(g: _Graph, x: str, i: int, layer) -> str:
-    """fp32 ``MatMul`` of float layer ``i``; fp16/bf16: the input rounded to the kernel dtype."""
+    """fp32 ``MatMul`` (or ``Conv``) of float layer ``i``; fp16/bf16: the input rounded to the
+    kernel dtype."""
     cast = _FLOAT_CASTS.get(np.dtype(layer.kernel.dtype))
     if cast is not None:  # the reference casts the layer input to the kernel dtype
         x = g.op("Cast", [g.op("Cast", [x], to=cast)], to=TensorProto.FLOAT)
+    if isinstance(layer, ConvParams):
+        return g.op("Conv", [x, f"kernel_{i}"], strides=list(layer.strides))
     return g.op("MatMul", [x, f"kernel_{i}"])
 
 
@@ -277,10 +328,16 @@ def _finish_model(
         entry = tensor.external_data.add()
         entry.key, entry.value = "location", f"in-memory/{name}"
         externals.append(tensor)
+    if package.pixels:
+        input_info = helper.make_tensor_value_info(INPUT, TensorProto.UINT8,
+                                                   ["batch", *package.input_shape])
+    else:
+        input_info = helper.make_tensor_value_info(INPUT, TensorProto.FLOAT,
+                                                   ["batch", package.input_size])
     graph = helper.make_graph(
         g.nodes,
         "actorq_policy",
-        [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, ["batch", package.input_size])],
+        [input_info],
         [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, ["batch", package.output_size])],
         g.constants + externals,
     )
@@ -310,7 +367,8 @@ def fused_eligible(package: PolicyPackage) -> bool:
     and non-zero finite kernel scales (all the built-in quantizers make)."""
     integer = [layer for layer in package.layers if layer.kernel_scale is not None]
     return (
-        package.activation_bits == 8
+        not package.pixels  # DynamicQuantizeMatMul has no convolution and no uint8 input
+        and package.activation_bits == 8
         and bool(integer)
         and all(_bias_over_scale(layer) is not None for layer in integer)
     )
@@ -512,8 +570,7 @@ class OnnxRuntime:
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         if self._session is None:
             raise RuntimeError("no policy package loaded")
-        observations = np.ascontiguousarray(
-            self._package.normalize(np.asarray(observations, np.float32)), dtype=np.float32)
+        observations = np.ascontiguousarray(self._package.prepare(observations))
         return self._session.run([OUTPUT], {INPUT: observations})[0]
 
 

@@ -31,7 +31,8 @@ class PolicyRuntime(Protocol):
 
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         """``[batch, obs_dim]`` float32 -> ``[batch, out_dim]`` float32 (raw observations: the
-        package's normalizer, if any, is applied first, in fp32)."""
+        package's normalizer, if any, is applied first, in fp32). Pixel packages take integer
+        codes ``[batch, H, W, C]`` (uint8), as :meth:`PolicyPackage.prepare` describes."""
         ...
 
 
@@ -57,26 +58,24 @@ class XlaRuntime:
         # import it (smaller, faster-starting actor processes).
         import jax
 
-        from actorq.quantization.reference import forward, package_arrays
+        from actorq.quantization.reference import (
+            package_arrays,
+            package_forward,
+            package_geometry,
+        )
 
         signature = (
             package.activation,
             package.output_activation,
             package.activation_bits,
             package.unsigned_activations,
+            package.input_shape,
+            package.input_scale,
+            package_geometry(package),
             tuple((layer.kernel.shape, str(layer.kernel.dtype)) for layer in package.layers),
         )
         if signature != self._signature:  # recompile only when the network itself changes
-            self._fn = jax.jit(
-                lambda arrays, x: forward(
-                    arrays,
-                    x,
-                    activation=package.activation,
-                    output_activation=package.output_activation,
-                    activation_bits=package.activation_bits,
-                    unsigned_activations=package.unsigned_activations,
-                )
-            )
+            self._fn = jax.jit(package_forward(package))
             self._signature = signature
         self._arrays = jax.device_put(package_arrays(package))
         self._package = package
@@ -95,19 +94,22 @@ class XlaRuntime:
         import jax.numpy as jnp
 
         rows = self.padded_rows(batch)
-        x = jax.ShapeDtypeStruct((rows, self._package.input_size), jnp.float32)
+        package = self._package
+        if package.pixels:
+            x = jax.ShapeDtypeStruct((rows, *package.input_shape), jnp.uint8)
+        else:
+            x = jax.ShapeDtypeStruct((rows, package.input_size), jnp.float32)
         return self._fn.lower(self._arrays, x)
 
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         if self._package is None:
             raise RuntimeError("no policy package loaded")
-        observations = self._package.normalize(np.asarray(observations, np.float32))
+        observations = self._package.prepare(observations)
         batch = observations.shape[0]
         rows = self.padded_rows(batch)
         if rows != batch:
-            observations = np.concatenate(
-                [observations, np.zeros((rows - batch, observations.shape[1]), np.float32)]
-            )
+            padding = np.zeros((rows - batch, *observations.shape[1:]), observations.dtype)
+            observations = np.concatenate([observations, padding])
         return np.asarray(self._fn(self._arrays, observations))[:batch]
 
 
