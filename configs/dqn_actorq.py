@@ -9,7 +9,8 @@ from typing import Any
 
 import ml_collections
 
-from configs.common import base_config
+from actorq.agents.dqn.config import DQNConfig
+from configs.common import base_config, learner_fields
 
 # task -> (actor steps, pull period), from the paper.
 PRESETS: dict[str, tuple[int, int]] = {
@@ -18,6 +19,18 @@ PRESETS: dict[str, tuple[int, int]] = {
     "acrobot": (100_000, 1000),
 }
 SMALL = ("cartpole_small", "acrobot_small", "mountaincar_small")
+MINATAR_GAMES = ("breakout", "space_invaders", "seaquest", "asterix", "freeway")
+# The MinAtar paper's DQN (Young & Tian 2019, "DQN" with replay and a target network): its conv
+# network, 5M frames, batch 32, one SGD step per env step, replay 100k (starting at 5k), target
+# copied every 1000 steps, epsilon 1 -> 0.1 over the first 100k steps, discount 0.99. Not carried
+# over: its centered RMSprop (lr 2.5e-4); this learner's Adam at the same rate, with Dopamine's
+# epsilon 0.01 / 32 (see cartpole below), and 3-step double-Q targets.
+_MINATAR = dict(
+    max_actor_steps=5_000_000, samples_per_insert=32.0, min_size=5_000, max_size=100_000,
+    learner=dict(torso="minatar", learning_rate=2.5e-4, batch_size=32, sgd_steps_per_call=1,
+                 target_update_period=1000, epsilon_decay_steps=100_000, epsilon_min=0.1,
+                 epsilon_max=0.1, discount=0.99, adam_epsilon=3.125e-4, n_step=3),
+)
 
 # Settings of the _small presets, after the RL Baselines3 Zoo's tuned DQN (hyperparams/dqn.yml),
 # translated to this learner. Zoo -> here:
@@ -84,51 +97,23 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     """The preset's config; an unknown preset fails listing the valid ones."""
     preset = preset or "cartpole"
     small = preset in SMALL
+    minatar = preset.removeprefix("minatar_") in MINATAR_GAMES and preset.startswith("minatar_")
     task = preset.removesuffix("_small") if small else preset
-    if task not in PRESETS:
-        valid = ", ".join(sorted([*PRESETS, *SMALL]))
+    if task not in PRESETS and not minatar:
+        valid = ", ".join(sorted([*PRESETS, *SMALL, *(f"minatar_{g}" for g in MINATAR_GAMES)]))
         raise ValueError(f"unknown dqn_actorq preset {preset!r}; valid: {valid}")
-    steps, pull_period = PRESETS[task]
+    steps, pull_period = PRESETS.get(task, (_MINATAR["max_actor_steps"], 100))
     config = base_config("dqn", task, steps, pull_period)
     # One SGD step (batch 256) per 32 env steps: the paper's networks train at 3-15 SGD steps/s
     # on a 2-core CPU, and the rate limiter holds the actors to that.
     config.replay.samples_per_insert = 8.0
-    config.learner = ml_collections.ConfigDict(
-        {
-            "hidden_sizes": (2048, 2048, 2048),
-            "n_step": 3,
-            "discount": 0.99,
-            "learning_rate": 1e-4,
-            "learning_rate_final": ml_collections.FieldReference(None, field_type=float),
-            "learning_rate_decay_steps": 0,
-            "batch_size": 256,
-            "target_update_period": 100,
-            "target_update_tau": 0.0,
-            "sgd_steps_per_call": 1,
-            "huber_delta": 1.0,
-            "double_q": True,
-            "max_gradient_norm": 10.0,
-            "adam_epsilon": 1e-8,
-            "epsilon_start": 1.0,
-            "epsilon_min": 0.01,
-            "epsilon_max": 0.1,
-            "epsilon_decay_steps": 10_000,
-            "prioritized": False,
-            "importance_beta": 0.4,
-            "priority_epsilon": 1e-3,
-            "qat_bits": ml_collections.FieldReference(None, field_type=int),
-            "qat_delay_steps": 0,
-            # The learner's arithmetic: fp32, or pure fp16/bf16 with Björck et al.'s fixes
-            # (all, none, or names: hadam, loss_scaling, kahan_gradients apply to DQN).
-            "precision": "fp32",
-            "lowp_fixes": "all",
-            "loss_scale_init": 1e4,
-            "loss_scale_increase_every": 10_000,
-        }
-    )
+    # The paper's 3 x 2048 Q-network (DQNConfig's defaults) with 3-step targets. The learner's
+    # arithmetic: fp32, or pure fp16/bf16 with Björck et al.'s fixes (all, none, or names:
+    # hadam, loss_scaling, kahan_gradients apply to DQN).
+    config.learner = learner_fields(DQNConfig, n_step=3)
     config.replay.max_size = 100_000
-    if small:
-        settings = _SMALL[task]
+    if small or minatar:
+        settings = _MINATAR if minatar else _SMALL[task]
         config.launcher = "single"
         config.num_actors = 1
         config.learner.hidden_sizes = (256, 256)
@@ -139,7 +124,7 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
         config.replay.max_size = settings.get("max_size", 100_000)
         config.max_actor_steps = settings["max_actor_steps"]
         config.quantizer = settings.get("quantizer", config.quantizer)
-        config.eval_every_steps = 2_000
+        config.eval_every_steps = config.max_actor_steps // 50 if minatar else 2_000
         config.eval_episodes = 10
         config.pull_period = 100
     return config

@@ -50,6 +50,14 @@ PRESETS: dict[str, tuple[int, int, dict, bool]] = {
                                       "discount": 0.999, "gae_lambda": 0.95,
                                       "entropy_coef": 1e-3, "normalize_observations": True,
                                       "normalize_rewards": True}, False),
+    # MinAtar: PureJaxRL's PPO settings for its MinAtar runs (64 environments x 128 steps, 4
+    # epochs of 8 minibatches, lr 5e-4 decayed linearly, clip 0.2, entropy 0.01), here with 16
+    # environments per actor and the MinAtar paper's conv network (actorq.networks.conv).
+    **{f"minatar_{game}": (10_000_000, 16, {
+        "torso": "minatar", "unroll_length": 128, "unrolls_per_batch": 16, "epochs": 4,
+        "minibatches": 8, "learning_rate": 5e-4, "discount": 0.99, "gae_lambda": 0.95,
+        "entropy_coef": 0.01, "clip_value_loss": True}, True)
+       for game in ("breakout", "space_invaders", "seaquest", "asterix", "freeway")},
     # A fast continuous task for tests and smoke runs (the Zoo's Pendulum settings, no gSDE).
     "pendulum": (100_000, 4, {"unroll_length": 1024, "unrolls_per_batch": 4, "epochs": 10,
                               "minibatches": 64, "learning_rate": 1e-3, "discount": 0.9,

@@ -43,6 +43,9 @@ class AgentBuilder:
     # learner(networks, config, batches, seed).
     networks_factory: ClassVar[str]
     learner_factory: ClassVar[str]
+    # Whether the networks factory takes pixel observations (``observation_shape=(H, W, C)``,
+    # a conv torso chosen by ``config.torso``).
+    pixel_observations: ClassVar[bool] = False
 
     def __init__(self, config: Any, environment_spec: Mapping[str, Any]) -> None:
         obs_spec, act_spec = environment_spec["observation"], environment_spec["action"]
@@ -54,6 +57,17 @@ class AgentBuilder:
                              f"actions are {'discrete' if self.discrete else 'continuous'}")
         self.config = config
         self.observation_size = int(np.prod(obs_spec.shape))
+        # Integer-coded [H, W, C] observations (uint8 frames) stay uint8 end to end.
+        self.pixels = np.dtype(obs_spec.dtype).kind in "iu" and len(obs_spec.shape) == 3
+        if self.pixels and not self.pixel_observations:
+            raise ValueError(f"{self.name.upper()} takes flat observations; this task's are "
+                             f"{np.dtype(obs_spec.dtype).name} images of shape "
+                             f"{tuple(obs_spec.shape)}")
+        self.observation_shape = tuple(int(v) for v in obs_spec.shape)
+        # What one integer code of a pixel observation is worth: 1 / the spec's maximum (1/255
+        # for frames, 1 for MinAtar's 0/1 channels; 1/255 when the spec has no maximum).
+        maximum = np.max(getattr(obs_spec, "maximum", 255)) if self.pixels else 1
+        self.observation_scale = 1.0 / float(maximum) if maximum > 0 else 1.0
         # Number of discrete actions, or the dimension of a continuous action.
         self.action_size = (int(act_spec.num_values) if self.discrete
                             else int(np.prod(act_spec.shape)))
@@ -67,7 +81,16 @@ class AgentBuilder:
 
     def _make_networks(self) -> Any:
         make = import_attribute(*self.networks_factory.split(":"))
-        return make(self.config, self.observation_size, self.action_size)
+        return make(self.config, self.observation_size, self.action_size,
+                    **self.observation_options())
+
+    def observation_options(self) -> dict[str, Any]:
+        """Keyword arguments about pixel observations for the networks factory (their shape and
+        the worth of one code); none for flat observations."""
+        if not self.pixels:
+            return {}
+        return {"observation_shape": self.observation_shape,
+                "observation_scale": self.observation_scale}
 
     @property
     def policy_network(self) -> Any:
@@ -87,6 +110,13 @@ class AgentBuilder:
         if self.discrete:
             return ArraySpec((), np.dtype(np.int32))
         return ArraySpec((self.action_size,), np.dtype(np.float32))
+
+    @property
+    def observation_spec(self) -> ArraySpec:
+        """One observation as the tables store it: float32 features, or uint8 frames."""
+        if self.pixels:
+            return ArraySpec(self.observation_shape, np.dtype(np.uint8))
+        return ArraySpec((self.observation_size,), np.dtype(np.float32))
 
     @property
     def n_step(self) -> int:
@@ -113,7 +143,7 @@ class AgentBuilder:
 
     def replay_signature(self) -> dict[str, ArraySpec]:
         """Field -> ``ArraySpec`` of one table item."""
-        return transition_signature(self.observation_size, self.action_spec)
+        return transition_signature(self.observation_spec, self.action_spec)
 
     def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
         """One environment's adder, writing items through ``emit``."""

@@ -41,9 +41,21 @@ def learner_batches(
         yield batch
 
 
-def transition_signature(observation_size: int, action: ArraySpec) -> dict[str, ArraySpec]:
-    """Replay signature of an n-step transition tagged with the policy version that made it."""
-    obs = ArraySpec((observation_size,), np.dtype(np.float32))
+def observation_item(observation: int | ArraySpec) -> ArraySpec:
+    """One observation as tables store it: ``float32 [size]`` for a flat size, else the given
+    spec (uint8 ``[H, W, C]`` frames)."""
+    if isinstance(observation, ArraySpec):
+        return observation
+    return ArraySpec((int(observation),), np.dtype(np.float32))
+
+
+def transition_signature(observation: int | ArraySpec,
+                         action: ArraySpec) -> dict[str, ArraySpec]:
+    """Replay signature of an n-step transition tagged with the policy version that made it.
+
+    ``observation``: a flat observation size, or the stored observation spec
+    (:func:`observation_item`)."""
+    obs = observation_item(observation)
     scalar = ArraySpec((), np.dtype(np.float32))
     return {
         "observation": obs,

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from actorq.networks.mlp import ACTIVATIONS, DotGeneral, layer_name
+from actorq.networks.sizes import TORSOS as TORSO_NAMES
 
 ConvGeneralDilated = Callable[..., jax.Array]
 # (features, kernel size, stride) per conv layer; square kernels and strides.
@@ -35,6 +36,7 @@ TORSOS: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]]] = {
     "nature": (NATURE_CONV, NATURE_HIDDEN),
     "minatar": (MINATAR_CONV, MINATAR_HIDDEN),
 }
+assert set(TORSOS) == set(TORSO_NAMES) - {"mlp"}
 
 
 class ConvNet(nn.Module):
@@ -68,7 +70,10 @@ class ConvNet(nn.Module):
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        x = x.astype(jnp.float32) * jnp.float32(self.input_scale)
+        """``[..., H, W, C]`` observations -> ``[..., output_size]`` (any leading axes, e.g. the
+        learner's ``[batch, time]``)."""
+        leading = x.shape[:-3]
+        x = x.reshape((-1, *x.shape[-3:])).astype(jnp.float32) * jnp.float32(self.input_scale)
         for i, (features, kernel, stride) in enumerate(self.conv_layers):
             hook: dict[str, Any] = {}
             if self.conv_general_dilated_cls is not None:
@@ -91,7 +96,7 @@ class ConvNet(nn.Module):
             x = nn.Dense(int(size), name=layer_name(first + j), kernel_init=self.kernel_init,
                          **hook)(x)
             x = ACTIVATIONS[self.activation](x) if j < len(sizes) - 1 else x
-        return ACTIVATIONS[self.output_activation](x)
+        return ACTIVATIONS[self.output_activation](x).reshape((*leading, -1))
 
 
 def conv_output_shape(input_shape: Sequence[int], conv_layers: ConvLayers) -> tuple[int, ...]:
@@ -123,3 +128,27 @@ def make_torso_network(torso: str, output_size: int, input_shape: Sequence[int],
                    input_shape=tuple(int(v) for v in input_shape),
                    input_scale=float(input_scale), output_activation=output_activation,
                    **hooks)
+
+
+def require_flat_observations(observation_shape: Sequence[int] | None) -> None:
+    """Raises ValueError (naming ``learner.torso``) if an MLP torso is asked to read pixels."""
+    if observation_shape is not None:
+        raise ValueError("learner.torso='mlp' takes flat observations; this task's are "
+                         f"{tuple(observation_shape)} images (use learner.torso='minatar' or "
+                         "'nature')")
+
+
+def pixel_network(torso: str, output_size: int, observation_shape: Sequence[int] | None,
+                  observation_scale: float, qat_bits: int | None = None,
+                  **kwargs: Any) -> ConvNet:
+    """An agent's conv network for pixel observations: :func:`make_torso_network` (``kwargs``
+    go to :class:`ConvNet`), with errors that name the config fields (flat observations, QAT,
+    which conv networks do not have yet)."""
+    if observation_shape is None or len(observation_shape) != 3:
+        raise ValueError(f"learner.torso={torso!r} takes [H, W, C] pixel observations; this "
+                         "task's are flat features (use learner.torso='mlp')")
+    if qat_bits is not None:
+        raise ValueError("learner.qat_bits: quantization-aware training covers MLP policies "
+                         f"only, not the {torso!r} conv torso")
+    return make_torso_network(torso, output_size, observation_shape, observation_scale,
+                              **kwargs)

@@ -175,6 +175,16 @@ class PolicyPackage:
             raise PackageError("conv layers must come before the dense layers, which end it")
         if self.input_shape is not None:
             self.layer_input_shapes()  # raises PackageError if the layers do not chain
+        if self.unsigned_activations and self.activation != "relu":
+            raise PackageError(
+                f"unsigned activations need ReLU hidden layers, got {self.activation!r}"
+            )
+        if self.head not in HEADS:
+            raise PackageError(f"unknown policy head {self.head!r}; valid: {', '.join(HEADS)}")
+        if (self.head == "gaussian") != (self.head_log_std is not None):
+            raise PackageError("a gaussian head needs head_log_std, and only it has one")
+        if (self.observation_mean is None) != (self.observation_std is None):
+            raise PackageError("the observation normalizer needs both mean and std")
 
     def layer_input_shapes(self) -> list[tuple[int, ...]]:
         """Each layer's input shape per observation: ``(H, W, C)`` for conv layers, ``(features,)``
@@ -196,16 +206,6 @@ class PolicyPackage:
                 shapes.append((flat,))
                 shape = (int(layer.kernel.shape[1]),)
         return shapes
-        if self.unsigned_activations and self.activation != "relu":
-            raise PackageError(
-                f"unsigned activations need ReLU hidden layers, got {self.activation!r}"
-            )
-        if self.head not in HEADS:
-            raise PackageError(f"unknown policy head {self.head!r}; valid: {', '.join(HEADS)}")
-        if (self.head == "gaussian") != (self.head_log_std is not None):
-            raise PackageError("a gaussian head needs head_log_std, and only it has one")
-        if (self.observation_mean is None) != (self.observation_std is None):
-            raise PackageError("the observation normalizer needs both mean and std")
 
     @property
     def stochastic(self) -> bool:

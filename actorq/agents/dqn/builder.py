@@ -21,6 +21,7 @@ class DQNBuilder(AgentBuilder):
     name = "dqn"
     action_kind = "discrete"
     networks_factory = "actorq.agents.dqn.networks:make_networks"
+    pixel_observations = True
     learner_factory = "actorq.agents.dqn.learning:DQNLearner"
 
     @property

@@ -17,7 +17,7 @@ from actorq.bounds import (
     check_bounds,
 )
 from actorq.lowp.fixes import OPTIMIZER_FIXES, check_learner_precision, fixes_in_effect
-from actorq.networks.sizes import PAPER_POLICY_SIZES
+from actorq.networks.sizes import PAPER_POLICY_SIZES, check_torso
 
 if TYPE_CHECKING:
     import optax
@@ -32,6 +32,9 @@ class DQNConfig:
     """Defaults follow the QuaRL paper's Gym setup (3 x 2048 Q-network, Adam 1e-4, batch 256)."""
 
     hidden_sizes: tuple[int, ...] = PAPER_POLICY_SIZES
+    # "mlp" (hidden_sizes), or a conv torso for pixel tasks ("minatar", "nature": their own
+    # layer sizes, actorq.networks.conv).
+    torso: str = "mlp"
     n_step: int = 1
     discount: float = 0.99
     learning_rate: float = 1e-4
@@ -102,6 +105,7 @@ class DQNConfig:
 
     def __post_init__(self) -> None:
         check_bounds(self, self.BOUNDS, prefix="learner.")
+        check_torso(self.torso)
         check_learner_precision(self.precision, self.lowp_fixes, self.loss_scale_init,
                                 self.loss_scale_increase_every)
         if not 0 <= self.epsilon_min <= self.epsilon_max <= 1:

@@ -24,6 +24,7 @@ class OnPolicyBuilder(AgentBuilder):
     action_kind = "any"
     data_path = "queue"
     networks_factory = "actorq.agents.on_policy.networks:make_networks"
+    pixel_observations = True
 
     @property
     def n_step(self) -> int:
@@ -42,7 +43,8 @@ class OnPolicyBuilder(AgentBuilder):
         return int(self.config.unroll_length) + 1
 
     def replay_signature(self) -> dict[str, ArraySpec]:
-        return unroll_signature(self.observation_size, self.action_spec, self.config.unroll_length)
+        return unroll_signature(self.observation_spec, self.action_spec,
+                                self.config.unroll_length)
 
     def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
         adder = UnrollAdder(emit, self.config.unroll_length)
@@ -56,7 +58,8 @@ class OnPolicyBuilder(AgentBuilder):
 
     def _make_networks(self) -> Any:
         make = import_attribute(*self.networks_factory.split(":"))
-        return make(self.config, self.observation_size, self.action_size, self.discrete)
+        return make(self.config, self.observation_size, self.action_size, self.discrete,
+                    **self.observation_options())
 
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> None:
         """None: the package's head samples the actions (``actorq.runtime.policy_head``)."""

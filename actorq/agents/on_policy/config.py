@@ -18,6 +18,7 @@ from actorq.bounds import (
     Bounds,
     check_bounds,
 )
+from actorq.networks.sizes import check_torso
 
 # Which log-probability the policy ratio divides by: the actor's (the deployed, possibly int8,
 # package that chose the action) or the learner's own fp32 policy before this update.
@@ -39,6 +40,9 @@ class OnPolicyConfig:
     hidden_sizes: tuple[int, ...] = (64, 64)
     value_hidden_sizes: tuple[int, ...] = (64, 64)
     activation: str = "tanh"
+    # "mlp" (hidden_sizes), or a conv torso for pixel tasks ("minatar", "nature": their own
+    # layer sizes and ReLU, actorq.networks.conv; the value network gets its own copy).
+    torso: str = "mlp"
     # Orthogonal init (CleanRL, SB3's default); False: Flax's default (the RL Zoo's tuned MuJoCo
     # presets turn SB3's off).
     orthogonal_init: bool = True
@@ -87,6 +91,7 @@ class OnPolicyConfig:
 
     def __post_init__(self) -> None:
         check_bounds(self, self.BOUNDS, prefix="learner.")
+        check_torso(self.torso)
         for field, valid in (("activation", ACTIVATIONS),
                              ("behavior_logprob", BEHAVIOUR_LOGPROBS),
                              ("is_correction", IS_CORRECTIONS)):

@@ -1,4 +1,7 @@
-"""The on-policy agents' networks: a policy MLP (what actors run, quantized) and a value MLP.
+"""The on-policy agents' networks: a policy network (what actors run, quantized) and a value one.
+
+Both are MLPs on flat observations, or conv networks (``config.torso``: the MinAtar or Nature
+torso, each network with its own copy, as CleanRL's separate-network variants) on uint8 pixels.
 
 Initialisation follows the reference implementations (CleanRL, SB3): orthogonal weights with
 gain sqrt(2), the policy's output layer with gain 0.01 and the value's with gain 1, zero biases
@@ -16,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from actorq.agents.on_policy.config import OnPolicyConfig
+from actorq.networks.conv import pixel_network, require_flat_observations
 from actorq.networks.mlp import MLP, DotGeneral, layer_name
 from actorq.quantization.qat import fake_quant_dot_general
 
@@ -27,7 +31,8 @@ def _mlp(hidden: tuple[int, ...], output: int, activation: str, orthogonal: bool
                output_activation="none", dot_general=dot_general, **init)
 
 
-def _rescale_output_layer(params: dict, num_layers: int, gain: float, key: jax.Array) -> dict:
+def _rescale_output_layer(params: dict, gain: float, key: jax.Array) -> dict:
+    num_layers = sum(1 for name in params["params"] if name.startswith("layer_"))
     name = layer_name(num_layers - 1)
     kernel = params["params"][name]["kernel"]
     new = nn.initializers.orthogonal(gain)(key, kernel.shape, kernel.dtype)
@@ -39,25 +44,29 @@ def _rescale_output_layer(params: dict, num_layers: int, gain: float, key: jax.A
 class OnPolicyNetworks:
     """The modules; ``head`` is ``categorical`` (discrete actions) or ``gaussian``."""
 
-    policy: MLP
-    value: MLP
-    qat_policy: MLP | None
+    policy: nn.Module
+    value: nn.Module
+    qat_policy: nn.Module | None
     head: str
     observation_size: int
     action_size: int  # number of discrete actions, or the action dimension
     initial_log_std: float
     orthogonal_init: bool
+    # (H, W, C) of uint8 pixel observations (conv torsos); None: flat float32 features.
+    observation_shape: tuple[int, ...] | None = None
 
     def init(self, key: jax.Array) -> dict:
         """Fresh params ``{"policy", "value"}``, plus ``"log_std"`` for a Gaussian head."""
         keys = jax.random.split(key, 4)
-        obs = jnp.zeros((1, self.observation_size), jnp.float32)
+        if self.observation_shape is not None:
+            obs = jnp.zeros((1, *self.observation_shape), jnp.uint8)
+        else:
+            obs = jnp.zeros((1, self.observation_size), jnp.float32)
         policy = self.policy.init(keys[0], obs)
         value = self.value.init(keys[1], obs)
         if self.orthogonal_init:
-            policy = _rescale_output_layer(policy, len(self.policy.hidden_sizes) + 1, 0.01,
-                                           keys[2])
-            value = _rescale_output_layer(value, len(self.value.hidden_sizes) + 1, 1.0, keys[3])
+            policy = _rescale_output_layer(policy, 0.01, keys[2])
+            value = _rescale_output_layer(value, 1.0, keys[3])
         params = {"policy": policy, "value": value}
         if self.head == "gaussian":
             params["log_std"] = jnp.full((self.action_size,), self.initial_log_std, jnp.float32)
@@ -65,9 +74,27 @@ class OnPolicyNetworks:
 
 
 def make_networks(config: OnPolicyConfig, observation_size: int, action_size: int,
-                  discrete: bool) -> OnPolicyNetworks:
+                  discrete: bool, observation_shape: tuple[int, ...] | None = None,
+                  observation_scale: float = 1.0) -> OnPolicyNetworks:
     """The networks for an environment: logits over ``action_size`` actions when ``discrete``,
-    else a Gaussian mean of dimension ``action_size``."""
+    else a Gaussian mean of dimension ``action_size``. ``observation_shape``/
+    ``observation_scale``: pixel observations, for the conv torsos."""
+    head = "categorical" if discrete else "gaussian"
+    if config.torso != "mlp":
+        if config.normalize_observations:
+            raise ValueError("learner.normalize_observations: pixel observations are scaled by "
+                             "the network (codes x input scale), not normalized")
+        init = ({"kernel_init": nn.initializers.orthogonal(math.sqrt(2.0))}
+                if config.orthogonal_init else {})
+        policy, value = (pixel_network(config.torso, size, observation_shape, observation_scale,
+                                       qat_bits=config.qat_bits, **init)
+                         for size in (action_size, 1))
+        return OnPolicyNetworks(
+            policy=policy, value=value, qat_policy=None, head=head,
+            observation_size=int(observation_size), action_size=int(action_size),
+            initial_log_std=float(config.initial_log_std),
+            orthogonal_init=bool(config.orthogonal_init), observation_shape=policy.input_shape)
+    require_flat_observations(observation_shape)
     qat = None
     if config.qat_bits is not None:
         qat = _mlp(config.hidden_sizes, action_size, config.activation, config.orthogonal_init,
@@ -77,7 +104,7 @@ def make_networks(config: OnPolicyConfig, observation_size: int, action_size: in
                     config.orthogonal_init),
         value=_mlp(config.value_hidden_sizes, 1, config.activation, config.orthogonal_init),
         qat_policy=qat,
-        head="categorical" if discrete else "gaussian",
+        head=head,
         observation_size=int(observation_size),
         action_size=int(action_size),
         initial_log_std=float(config.initial_log_std),

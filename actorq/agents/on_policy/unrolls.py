@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from actorq.agents.transitions import observation_item
 from actorq.replay.specs import ArraySpec
 from actorq.replay.table import Table
 
@@ -13,11 +14,14 @@ UNROLL_FIELDS = ("observation", "action", "reward", "discount", "last", "next_ob
                  "behaviour_logprob", "policy_version")
 
 
-def unroll_signature(observation_size: int, action: ArraySpec,
+def unroll_signature(observation: int | ArraySpec, action: ArraySpec,
                      unroll_length: int) -> dict[str, ArraySpec]:
-    """Queue signature of one unroll: every field has a leading ``[T]`` axis."""
+    """Queue signature of one unroll: every field has a leading ``[T]`` axis.
+
+    ``observation``: a flat observation size, or the stored observation spec."""
     t = int(unroll_length)
-    obs = ArraySpec((t, observation_size), np.dtype(np.float32))
+    item = observation_item(observation)
+    obs = ArraySpec((t, *item.shape), item.dtype)
     scalar = ArraySpec((t,), np.dtype(np.float32))
     return {
         "observation": obs,
