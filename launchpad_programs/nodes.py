@@ -240,7 +240,9 @@ class Evaluator:
     """
 
     def __init__(self, config: ml_collections.ConfigDict, builder: Builder) -> None:
-        self._env = make_environment(config.task, seed=config.seed + EVAL_SEED_OFFSET)
+        self._env = make_environment(
+            config.task, seed=config.seed + EVAL_SEED_OFFSET, evaluation=True
+        )
         self._runtime = make_policy_runtime(config.actor_runtime)
         self._builder = builder
         self._episodes = config.eval_episodes

@@ -260,7 +260,7 @@ def _rollouts(
 
     returns = []
     for episode_seed in seeds:
-        env = make_environment(policy.task, seed=episode_seed)
+        env = make_environment(policy.task, seed=episode_seed, evaluation=True)
         try:
             returns.extend(evaluate(env, act, 1))
         finally:

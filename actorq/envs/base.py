@@ -41,6 +41,8 @@ class NonFiniteError(FloatingPointError):
 
 
 def _all_finite(array: np.ndarray) -> bool:
+    if array.dtype.kind in "biu":  # bool/int observations (pixels) cannot be NaN or infinite
+        return True
     # A float64 sum of squares is non-finite exactly when an element is NaN or +-inf: squares
     # cannot cancel, and float32 values cannot overflow it. One BLAS dot is cheaper than
     # np.isfinite(...).all() (a boolean temporary plus a reduction) at observation sizes.
@@ -51,9 +53,10 @@ def _all_finite(array: np.ndarray) -> bool:
 class CheckedEnvironment(dm_env.Environment):
     """``dm_env.Environment`` whose ``reset``/``step`` reject non-finite observations/rewards.
 
-    Subclasses implement ``_reset()`` and ``_step(action)`` returning dm_env timesteps with a
-    float32 array observation, and ``observation_spec``/``action_spec``; reward and discount
-    specs are the shared scalar float32 ones.
+    Subclasses implement ``_reset()`` and ``_step(action)`` returning dm_env timesteps with an
+    array observation (float32, or integer pixels, whose check is skipped), and
+    ``observation_spec``/``action_spec``; reward and discount specs are the shared scalar
+    float32 ones.
     """
 
     def __init__(self, name: str) -> None:

@@ -24,6 +24,20 @@ from dm_env import specs
 from actorq.envs.base import CheckedEnvironment
 
 
+def discrete_action_index(action: Any, num_actions: int) -> int:
+    """The int index of a discrete dm_env action: a scalar or shape-(1,) integer in
+    ``[0, num_actions)``; anything else raises ``ValueError``."""
+    a = np.asarray(action)
+    if a.shape not in ((), (1,)):
+        raise ValueError(f"Expected a scalar or shape-(1,) action, got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.integer):
+        raise ValueError(f"Expected an integer action, got dtype {a.dtype}")
+    index = int(a.reshape(()))
+    if not 0 <= index < num_actions:
+        raise ValueError(f"Action {index} outside [0, {num_actions})")
+    return index
+
+
 class _GymEnvironment(CheckedEnvironment):
     """dm_env episode semantics over a gymnasium env; subclasses convert actions.
 
@@ -32,7 +46,9 @@ class _GymEnvironment(CheckedEnvironment):
     - ``terminated`` -> ``dm_env.termination`` (discount 0); ``truncated`` (time limit) ->
       ``dm_env.truncation`` (discount 1). If both are set, termination wins.
     - ``step()`` after a LAST timestep (or before any reset) resets, as dm_env expects.
-    - Observations are flattened to float32 (always copied: some envs return views).
+    - Observations are flattened to float32 (always copied: some envs return views); a subclass
+      with other observations (the Atari adapter's uint8 frames) overrides
+      :meth:`_convert_observation` and sets ``_observation_spec``.
     """
 
     def __init__(self, env: gym.Env, seed: int | None = None, name: str | None = None) -> None:
@@ -58,8 +74,8 @@ class _GymEnvironment(CheckedEnvironment):
         """The wrapped gymnasium environment."""
         return self._env
 
-    @staticmethod
-    def _flatten(observation: Any) -> np.ndarray:
+    def _convert_observation(self, observation: Any) -> np.ndarray:
+        """The dm_env observation for a gymnasium one: a flat float32 copy."""
         return np.array(observation, dtype=np.float32).reshape(-1)
 
     @abc.abstractmethod
@@ -73,14 +89,14 @@ class _GymEnvironment(CheckedEnvironment):
             observation, _ = self._env.reset(seed=self._seed)
             self._seeded = True
         self._reset_next_step = False
-        return dm_env.restart(self._flatten(observation))
+        return dm_env.restart(self._convert_observation(observation))
 
     def _step(self, action: Any) -> dm_env.TimeStep:
         if self._reset_next_step:
             return self._reset()
         gym_action = self._gym_action(action)
         observation, reward, terminated, truncated, _ = self._env.step(gym_action)
-        obs = self._flatten(observation)
+        obs = self._convert_observation(observation)
         reward = np.float32(reward)
         if terminated:
             self._reset_next_step = True
@@ -117,15 +133,7 @@ class GymAdapter(_GymEnvironment):
         self._action_spec = specs.DiscreteArray(self._num_actions, dtype=np.int32, name="action")
 
     def _gym_action(self, action: Any) -> int:
-        a = np.asarray(action)
-        if a.shape not in ((), (1,)):
-            raise ValueError(f"Expected a scalar or shape-(1,) action, got shape {a.shape}")
-        if not np.issubdtype(a.dtype, np.integer):
-            raise ValueError(f"Expected an integer action, got dtype {a.dtype}")
-        index = int(a.reshape(()))
-        if not 0 <= index < self._num_actions:
-            raise ValueError(f"Action {index} outside [0, {self._num_actions})")
-        return index + self._action_start
+        return discrete_action_index(action, self._num_actions) + self._action_start
 
     def action_spec(self) -> specs.DiscreteArray:
         """``DiscreteArray(num_values=n, dtype=int32, name='action')``."""

@@ -2,8 +2,8 @@
 
 Backends are imported lazily inside :func:`make_environment` so that ``import actorq.envs``
 stays cheap (configs import :data:`TASKS`) and each task pays only for its own backend: classic
-control never imports dm_control, MuJoCo or Box2D, and the gymnasium MuJoCo tasks never import
-dm_control.
+control never imports dm_control, MuJoCo, Box2D, ale_py or minatar, and the gymnasium MuJoCo
+tasks never import dm_control.
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ import dm_env
 
 # "dmc": DeepMind Control Suite (continuous, actions in [-1, 1]); "gym": gymnasium classic
 # control with discrete actions; "gym_continuous": gymnasium Box-action tasks (MuJoCo, Box2D,
-# classic control), actions in [-1, 1] rescaled to the env's bounds.
-TaskFamily = Literal["dmc", "gym", "gym_continuous"]
+# classic control), actions in [-1, 1] rescaled to the env's bounds; "atari": ALE games with
+# the Nature-DQN preprocessing (uint8 [84, 84, 4] frames, discrete actions); "minatar": MinAtar
+# games (uint8 [10, 10, C] grids, discrete actions).
+TaskFamily = Literal["dmc", "gym", "gym_continuous", "atari", "minatar"]
 
 # Paper task name -> (dm_control domain, task).
 _DMC_TASKS: Mapping[str, tuple[str, str]] = {
@@ -48,11 +50,36 @@ _GYM_CONTINUOUS_TASKS: Mapping[str, str] = {
     "pendulum": "Pendulum-v1",
 }
 
+# Task name -> ALE game (the gymnasium id is ALE/<game>-v5).
+_ATARI_TASKS: Mapping[str, str] = {
+    "pong": "Pong",
+    "breakout": "Breakout",
+    "space_invaders": "SpaceInvaders",
+    "beam_rider": "BeamRider",
+    "ms_pacman": "MsPacman",
+    "qbert": "Qbert",
+    "seaquest": "Seaquest",
+}
+
+# Task name -> MinAtar game (minatar.Environment's name).
+_MINATAR_TASKS: Mapping[str, str] = {
+    "minatar_breakout": "breakout",
+    "minatar_space_invaders": "space_invaders",
+    "minatar_seaquest": "seaquest",
+    "minatar_asterix": "asterix",
+    "minatar_freeway": "freeway",
+}
+
 _FAMILIES: Mapping[str, TaskFamily] = {
     **dict.fromkeys(_DMC_TASKS, "dmc"),
     **dict.fromkeys(_GYM_TASKS, "gym"),
     **dict.fromkeys(_GYM_CONTINUOUS_TASKS, "gym_continuous"),
+    **dict.fromkeys(_ATARI_TASKS, "atari"),
+    **dict.fromkeys(_MINATAR_TASKS, "minatar"),
 }
+
+_DISCRETE_FAMILIES = frozenset({"gym", "atari", "minatar"})
+_PIXEL_FAMILIES = frozenset({"atari", "minatar"})
 
 TASKS: tuple[str, ...] = tuple(_FAMILIES)
 
@@ -65,30 +92,43 @@ def _check_task(task: str) -> None:
 
 
 def task_family(task: str) -> TaskFamily:
-    """Return which backend implements ``task``: ``'dmc'``, ``'gym'`` (discrete) or
-    ``'gym_continuous'``."""
+    """Return which backend implements ``task``: ``'dmc'``, ``'gym'`` (discrete),
+    ``'gym_continuous'``, ``'atari'`` or ``'minatar'``."""
     _check_task(task)
     return _FAMILIES[task]
 
 
 def is_discrete(task: str) -> bool:
-    """Whether ``task`` has a discrete action space (only the ``'gym'`` family does)."""
-    return task_family(task) == "gym"
+    """Whether ``task`` has a discrete action space (``'gym'``, ``'atari'``, ``'minatar'``)."""
+    return task_family(task) in _DISCRETE_FAMILIES
 
 
-def make_environment(task: str, seed: int | None = None) -> dm_env.Environment:
-    """Build one environment for ``task`` with flat float32 observations.
+def is_pixel(task: str) -> bool:
+    """Whether ``task`` has uint8 image observations (``'atari'`` and ``'minatar'``)."""
+    return task_family(task) in _PIXEL_FAMILIES
+
+
+def make_environment(
+    task: str, seed: int | None = None, evaluation: bool = False
+) -> dm_env.Environment:
+    """Build one environment for ``task``.
+
+    Observations are flat float32 vectors, except for the pixel tasks (:func:`is_pixel`):
+    Atari gives uint8 ``[84, 84, 4]`` and MinAtar uint8 ``[10, 10, C]``.
 
     Args:
       task: a name from :data:`TASKS`.
-      seed: seeds the task's RNG (DMC ``task_kwargs['random']``; gymnasium's first ``reset``).
-        ``None`` draws fresh OS entropy.
+      seed: seeds the task's RNG (DMC ``task_kwargs['random']``; gymnasium's first ``reset``;
+        ALE's first reset; MinAtar's ``RandomState``). ``None`` draws fresh OS entropy.
+      evaluation: Atari only (ignored by every other task): raw rewards and no discount cut at a
+        life loss, instead of training mode's sign-clipped rewards and discount 0 at a life
+        loss (see :mod:`actorq.envs.atari`). Evaluators pass ``True``.
 
     Returns:
       A ``dm_env.Environment`` (an :class:`~actorq.envs.base.CheckedEnvironment`: a non-finite
       observation or reward raises ``FloatingPointError`` naming the task and step). DMC and
-      continuous Gym tasks take float32 actions in ``[-1, 1]``; discrete Gym tasks take an int
-      index in ``[0, num_values)``.
+      continuous Gym tasks take float32 actions in ``[-1, 1]``; discrete Gym, Atari and MinAtar
+      tasks take an int index in ``[0, num_values)``.
 
     Raises:
       ValueError: unknown task name.
@@ -100,6 +140,16 @@ def make_environment(task: str, seed: int | None = None) -> dm_env.Environment:
 
         domain, dmc_task = _DMC_TASKS[task]
         return dmc.make_dmc_environment(domain, dmc_task, seed=seed, name=task)
+    if family == "atari":
+        from actorq.envs import atari
+
+        return atari.make_atari_environment(
+            _ATARI_TASKS[task], seed=seed, name=task, evaluation=evaluation
+        )
+    if family == "minatar":
+        from actorq.envs import minatar_env
+
+        return minatar_env.make_minatar_environment(_MINATAR_TASKS[task], seed=seed, name=task)
 
     from actorq.envs import gym_adapter
 
