@@ -259,7 +259,7 @@ class Evaluator:
             self._loaded_version = version
 
         def policy(observation: np.ndarray) -> np.ndarray:
-            outputs = self._runtime(observation[None].astype(np.float32))
+            outputs = self._runtime(observation[None])  # the runtime prepares it
             return self._builder.evaluation_action(outputs)[0]
 
         return version, evaluate(self._env, policy, self._episodes)
@@ -297,8 +297,9 @@ class DriftMonitor:
             from actorq.analysis.drift import PolicyDrift
 
             peeked = self._table.peek(self.BATCH, self._seed)["observation"]
-            # Unroll items hold [T, obs] observations: any BATCH of their steps will do.
-            observations = peeked.reshape(-1, peeked.shape[-1])[: self.BATCH]
+            # Unroll items hold [T, *obs] observations: any BATCH of their steps will do.
+            shape = self._builder.observation_spec.shape
+            observations = peeked.reshape(-1, *shape)[: self.BATCH]
             self._drift = PolicyDrift(self._builder.policy_network,
                                       self._builder.evaluation_action, observations)
             # The same fixed batch calibrates quantizers that need data (GPTQ): from this

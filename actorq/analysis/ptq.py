@@ -253,9 +253,10 @@ def _rollouts(
     builder = policy.builder
 
     def act(observation: np.ndarray) -> np.ndarray:
+        observation = np.asarray(observation)  # runtimes prepare it (pixels stay uint8)
         if record is not None:
-            record.append(np.asarray(observation, np.float32).reshape(-1))
-        outputs = runtime(np.asarray(observation, np.float32).reshape(1, -1))
+            record.append(observation.copy())
+        outputs = runtime(observation[None])
         return builder.evaluation_action(outputs)[0]
 
     returns = []
@@ -276,7 +277,7 @@ def calibration_observations(policy: TrainedPolicy, fp32_runtime: Any, seed: int
     derive from ``seed + 1``; :func:`episode_seeds` keeps nearby seeds apart)."""
     record: list[np.ndarray] = []
     _rollouts(policy, fp32_runtime, episode_seeds(seed + 1, episodes), record)
-    obs = np.stack(record).astype(np.float32)
+    obs = np.stack(record)
     return obs[np.linspace(0, len(obs) - 1, min(size, len(obs))).astype(np.int64)]
 
 
@@ -324,7 +325,7 @@ def run_ptq_study(
         # Only the fp32 rollouts supply the shared observations (the reference state visitation).
         returns[spec] = _rollouts(policy, rt, seeds, observations if spec == BASELINE else None)
 
-    obs = np.stack(observations).astype(np.float32)
+    obs = np.stack(observations)  # raw: each runtime prepares them (pixels stay uint8)
     if len(obs) > max_observations:
         obs = obs[np.linspace(0, len(obs) - 1, max_observations).astype(np.int64)]
     reference_outputs = np.asarray(runtimes[BASELINE](obs))

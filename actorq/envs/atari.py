@@ -83,8 +83,10 @@ class AtariEnvironment(GymAdapter):
                 f"AtariEnvironment needs uint8 (stack, height, width) frames, got "
                 f"{env.observation_space}"
             )
-        self._observation_spec = specs.Array(
-            (*stack_shape[1:], stack_shape[0]), np.uint8, name="observation"
+        # Bounded: a pixel network scales codes by 1 / maximum (actorq.agents.builder).
+        self._observation_spec = specs.BoundedArray(
+            (*stack_shape[1:], stack_shape[0]), np.uint8, minimum=0, maximum=255,
+            name="observation"
         )
         self._ale = env.unwrapped.ale
         self._evaluation = bool(evaluation)

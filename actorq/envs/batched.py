@@ -100,7 +100,10 @@ class BatchedEnvironment:
         step_type = np.empty(k, dtype=np.int8)
         reward = np.zeros(k, dtype=np.float32)
         discount = np.ones(k, dtype=np.float32)
-        observation = np.empty((k, *self._observation_spec.shape), dtype=np.float32)
+        # Integer observations (uint8 frames) keep their dtype: 4x smaller than float32.
+        dtype = self._observation_spec.dtype
+        dtype = dtype if np.dtype(dtype).kind in "iub" else np.float32
+        observation = np.empty((k, *self._observation_spec.shape), dtype=dtype)
         for i, ts in enumerate(timesteps):
             step_type[i] = ts.step_type
             if ts.reward is not None:

@@ -81,8 +81,9 @@ class MinAtarEnvironment(CheckedEnvironment):
         self._max_episode_steps = max_episode_steps
         self._steps = 0
         self._reset_next_step = True
-        self._observation_spec = specs.Array(
-            tuple(self._env.state_shape()), np.uint8, name="observation"
+        # 0/1 channels, bounded: a pixel network scales codes by 1 / maximum.
+        self._observation_spec = specs.BoundedArray(
+            tuple(self._env.state_shape()), np.uint8, minimum=0, maximum=1, name="observation"
         )
         self._action_spec = specs.DiscreteArray(len(self._actions), dtype=np.int32, name="action")
 

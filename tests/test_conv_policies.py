@@ -1,0 +1,202 @@
+"""Conv policies: the package's conv layers, exact pixel codes, and every runtime on real frames."""
+
+from __future__ import annotations
+
+import msgpack
+import numpy as np
+import pytest
+
+import actorq.quantization as q
+from actorq.envs.registry import make_environment
+from actorq.quantization.package import (
+    FORMAT_VERSION,
+    ConvParams,
+    DenseParams,
+    PackageError,
+    PolicyPackage,
+)
+from actorq.runtime.policy_runtime import make_policy_runtime
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+
+from actorq.networks.conv import make_torso_network  # noqa: E402
+
+RUNTIMES = ("xla", "onnxruntime", "onnxruntime_fused")
+SPECS = ("fp32", "fp16", "int8", "uact_int8", "int4", "fp32in_int8", "fp32head_int8")
+
+
+def _frames(task: str, count: int, seed: int = 0) -> np.ndarray:
+    """``count`` observations of a seeded random-policy rollout (resets on episode ends)."""
+    env = make_environment(task, seed=seed)
+    rng = np.random.default_rng(seed)
+    actions = env.action_spec().num_values
+    timestep = env.reset()
+    frames = []
+    try:
+        while len(frames) < count:
+            frames.append(np.asarray(timestep.observation))
+            timestep = env.step(int(rng.integers(actions)))
+            if timestep.last():
+                timestep = env.reset()
+    finally:
+        env.close()
+    return np.stack(frames)
+
+
+@pytest.fixture(scope="module")
+def minatar_policy():
+    frames = _frames("minatar_breakout", 64)
+    net = make_torso_network("minatar", 3, frames.shape[1:], 1.0)
+    params = net.init(jax.random.key(0), jnp.zeros((1, *frames.shape[1:]), jnp.uint8))
+    return net, params, frames
+
+
+@pytest.fixture(scope="module")
+def nature_policy():
+    frames = _frames("pong", 8)
+    net = make_torso_network("nature", 6, frames.shape[1:], 1.0 / 255.0)
+    params = net.init(jax.random.key(1), jnp.zeros((1, *frames.shape[1:]), jnp.uint8))
+    return net, params, frames
+
+
+def test_real_frames_are_uint8_end_to_end(minatar_policy, nature_policy):
+    for _, _, frames in (minatar_policy, nature_policy):
+        assert frames.dtype == np.uint8 and frames.ndim == 4
+    assert nature_policy[2].shape[1:] == (84, 84, 4)
+    assert set(np.unique(minatar_policy[2])) <= {0, 1}
+
+
+@pytest.mark.parametrize("policy", ["minatar_policy", "nature_policy"])
+def test_every_runtime_computes_the_reference_on_real_frames(policy, request):
+    net, params, frames = request.getfixturevalue(policy)
+    flax_outputs = np.asarray(net.apply(params, frames))
+    for spec in SPECS:
+        package = PolicyPackage.from_bytes(q.make_quantizer(spec).quantize(params, net, 3)
+                                           .to_bytes())
+        assert package.pixels and package.input_shape == frames.shape[1:]
+        reference = q.make_reference_forward(package)(frames)
+        # 8- and 16-bit packages stay within 5% (of the largest output) of the float network;
+        # int4 runs here for the runtimes' exactness only.
+        scale = max(float(np.abs(flax_outputs).max()), 1e-3)
+        if spec != "int4":
+            assert np.abs(reference - flax_outputs).max() <= 0.05 * scale, spec
+        for name in RUNTIMES:
+            runtime = make_policy_runtime(name)
+            runtime.load(package)
+            for batch in (frames, frames[:1]):
+                # fp16: XLA's float16 convolutions round differently at each batch size.
+                atol = (1e-3 if spec == "fp16" else 1e-5) * scale
+                np.testing.assert_allclose(runtime(batch), reference[: len(batch)],
+                                           rtol=1e-5, atol=atol,
+                                           err_msg=f"{policy} {spec} {name}")
+
+
+def test_pixel_codes_enter_the_first_integer_layer_exactly(minatar_policy):
+    """The first conv of an int8 package computes the integer convolution of the codes, scaled
+    by input_scale * kernel_scale: no rounding of the input."""
+    from actorq.quantization.reference import integer_layer, package_arrays
+
+    net, params, frames = minatar_policy
+    package = q.make_quantizer("int8").quantize(params, net, 1)
+    first = package.layers[0]
+    assert isinstance(first, ConvParams) and first.kernel.dtype == np.int8
+    # Hand-computed: the exact int64 convolution of codes and int8 kernel (VALID, stride 1).
+    codes = frames[:4].astype(np.int64)
+    kernel = first.kernel.astype(np.int64)
+    kh, kw = kernel.shape[:2]
+    out_h, out_w = codes.shape[1] - kh + 1, codes.shape[2] - kw + 1
+    acc = np.zeros((len(codes), out_h, out_w, kernel.shape[3]), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            acc += np.einsum("bhwc,co->bhwo", codes[:, i:i + out_h, j:j + out_w, :], kernel[i, j])
+    expected = (acc.astype(np.float32) * (np.float32(package.input_scale) * first.kernel_scale)
+                + first.bias)
+    layer = package_arrays(package)[0]
+    got = integer_layer(jnp.asarray(frames[:4]), layer, 8, "codes", first.strides,
+                        package.input_scale)
+    np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+def test_conv_kernels_are_quantized_per_output_channel(nature_policy):
+    net, params, _ = nature_policy
+    package = q.make_quantizer("int8").quantize(params, net, 1)
+    convs = [layer for layer in package.layers if isinstance(layer, ConvParams)]
+    assert [layer.strides for layer in convs] == [(4, 4), (2, 2), (1, 1)]
+    for layer in convs:
+        assert layer.kernel_scale.shape == (layer.kernel.shape[3],)
+        # Abs-max calibration per output channel: every channel reaches its largest code.
+        assert np.all(np.abs(layer.kernel).reshape(-1, layer.kernel.shape[3]).max(axis=0)
+                      == 127)
+    fp32 = q.make_quantizer("fp32").quantize(params, net, 1)
+    ratio = len(fp32.to_bytes()) / len(package.to_bytes())
+    assert 3.9 < ratio < 4.1
+
+
+def test_the_format_goes_up_and_other_formats_are_refused(minatar_policy):
+    net, params, _ = minatar_policy
+    data = q.make_quantizer("int8").quantize(params, net, 1).to_bytes()
+    header_len = int.from_bytes(data[4:8], "little")
+    header = msgpack.unpackb(data[8:8 + header_len])
+    assert header["format"] == FORMAT_VERSION == 5
+    assert header["layers"][0]["conv"] == {"strides": [1, 1], "padding": "VALID"}
+    # A reader meets a newer format: refused, not misread.
+    import struct
+    import zlib
+
+    header["format"] = FORMAT_VERSION + 1
+    packed = msgpack.packb(header)
+    body = b"AQPK" + struct.pack("<I", len(packed)) + packed + data[8 + header_len:-4]
+    forged = body + struct.pack("<I", zlib.crc32(body))
+    with pytest.raises(PackageError, match="unsupported package format"):
+        PolicyPackage.from_bytes(forged)
+
+
+def test_inconsistent_conv_packages_are_refused():
+    conv = ConvParams(np.zeros((3, 3, 4, 16), np.float32), np.zeros(16, np.float32))
+    dense = DenseParams(np.zeros((1024, 3), np.float32), np.zeros(3, np.float32))
+    PolicyPackage("fp32", 0, (conv, dense), input_shape=(10, 10, 4), input_scale=1.0)
+    with pytest.raises(PackageError, match="cannot read"):
+        PolicyPackage("fp32", 0, (conv, dense), input_shape=(10, 10, 3), input_scale=1.0)
+    with pytest.raises(PackageError, match="cannot read 256"):
+        PolicyPackage("fp32", 0, (conv, dense), input_shape=(6, 6, 4), input_scale=1.0)
+    with pytest.raises(PackageError, match="input_shape"):
+        PolicyPackage("fp32", 0, (conv, dense))
+    with pytest.raises(PackageError, match="padding"):
+        ConvParams(np.zeros((3, 3, 4, 16), np.float32), np.zeros(16, np.float32), padding="SAME")
+    package = PolicyPackage("fp32", 0, (conv, dense), input_shape=(10, 10, 4), input_scale=1.0)
+    with pytest.raises(PackageError, match="shape"):
+        package.prepare(np.zeros((1, 10, 10, 3), np.uint8))
+    with pytest.raises(ValueError, match="integer codes"):
+        package.prepare(np.full((1, 10, 10, 4), 0.5, np.float32))
+
+
+def test_pixel_agents_and_torsos_fail_with_one_clear_message():
+    from actorq.agents.registry import builder_for_config
+    from configs import dqn_actorq, ppo_actorq
+
+    config = dqn_actorq.get_config("minatar_breakout")
+    builder = builder_for_config(config)
+    assert builder.pixels and builder.replay_signature()["observation"].dtype == np.uint8
+    assert builder.observation_scale == 1.0  # MinAtar's channels are 0/1
+    config.learner.torso = "mlp"
+    with pytest.raises(ValueError, match="learner.torso='mlp' takes flat observations"):
+        builder_for_config(config).networks  # noqa: B018
+    ppo = ppo_actorq.get_config("minatar_breakout")
+    signature = builder_for_config(ppo).replay_signature()
+    assert signature["observation"].dtype == np.uint8
+    assert signature["observation"].shape == (128, 10, 10, 4)
+    ppo.learner.qat_bits = 6
+    with pytest.raises(ValueError, match="qat_bits"):
+        builder_for_config(ppo).networks  # noqa: B018
+    # An agent without conv networks refuses pixels (no such task exists yet: every pixel task
+    # has discrete actions, and these agents need continuous ones).
+    from dm_env import specs
+
+    from actorq.agents.ddpg.builder import DDPGBuilder
+    from actorq.agents.ddpg.config import DDPGConfig
+
+    pixels = specs.BoundedArray((10, 10, 4), np.uint8, 0, 1)
+    action = specs.BoundedArray((2,), np.float32, -1.0, 1.0)
+    with pytest.raises(ValueError, match="DDPG takes flat observations"):
+        DDPGBuilder(DDPGConfig(), {"observation": pixels, "action": action})
