@@ -60,6 +60,7 @@ from actorq.bounds import (
     Bounds,
 )
 from actorq.command_line import ArgumentParser, check_args, check_choices
+from actorq.metrics.benchmarking import library_versions, time_round_robin
 from launchpad_programs.thread_env import set_thread_env
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
@@ -191,46 +192,6 @@ def torch_anchors(fp32_package, threads: int) -> dict:
         return run
 
     return {("torch", "fp32"): runner(fp32), ("torch", "int8-dynamic"): runner(int8)}
-
-
-# ----------------------------------------------------------------------------- timing
-
-
-def time_round_robin(calls: dict, x, repeats: int, iters: int, min_time: float) -> dict:
-    """Median wall / process-CPU ms per call of each callable, interleaved across callables.
-
-    Process CPU time counts every thread (XLA runs its computations on its own threads).
-    """
-    import numpy as np
-
-    counts = {}
-    for key, fn in calls.items():  # warm-up, then calibrate the calls per timing
-        fn(x)
-        start = time.perf_counter()
-        fn(x)
-        fn(x)
-        per_call = (time.perf_counter() - start) / 2
-        counts[key] = iters or max(1, min(2000, int(min_time / max(per_call, 1e-6))))
-    wall = {key: [] for key in calls}
-    cpu = {key: [] for key in calls}
-    for _ in range(repeats):
-        for key, fn in calls.items():
-            n = counts[key]
-            c0, t0 = time.process_time(), time.perf_counter()
-            for _ in range(n):
-                fn(x)
-            t1, c1 = time.perf_counter(), time.process_time()
-            wall[key].append((t1 - t0) / n * 1e3)
-            cpu[key].append((c1 - c0) / n * 1e3)
-    return {
-        key: {
-            "ms": float(np.median(wall[key])),
-            "cpu_ms": float(np.median(cpu[key])),
-            "min_ms": float(np.min(wall[key])),
-            "iters": counts[key],
-        }
-        for key in calls
-    }
 
 
 # ----------------------------------------------------------------------------- start-up
@@ -413,7 +374,7 @@ def main(argv=None) -> dict:
             "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "loadavg": os.getloadavg(),
         },
-        "versions": _versions(),
+        "versions": library_versions(),
         "rows": rows,
         "reload_same_shape_s": reload,
         "task_numerics": task_diffs,
@@ -490,16 +451,6 @@ def print_task_numerics(numerics: dict) -> None:
     if "reference_int8_vs_fp32" in numerics:
         gap = numerics["reference_int8_vs_fp32"]
         print(f"  {'(reference int8 vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
-
-
-def _versions() -> dict:
-    versions = {}
-    for module in ("jax", "onnxruntime", "onnx", "torch", "numpy"):
-        try:
-            versions[module] = __import__(module).__version__
-        except ImportError:
-            versions[module] = None
-    return versions
 
 
 def int8_summary(result: dict) -> list[dict]:
