@@ -11,6 +11,7 @@ from __future__ import annotations
 import ml_collections
 
 from actorq.agents.a2c.config import A2CConfig
+from actorq.envs.registry import tasks_of_family
 from configs.common import learner_fields, on_policy_config
 
 _CONTINUOUS = {"orthogonal_init": False, "initial_log_std": -2.0, "unroll_length": 8,
@@ -25,6 +26,15 @@ PRESETS: dict[str, tuple[int, int, dict, bool]] = {
     "walker2d": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
     "bipedalwalker": (5_000_000, 16, {**_CONTINUOUS, "unrolls_per_batch": 16}, True),
     "pendulum": (200_000, 8, {**_CONTINUOUS, "unrolls_per_batch": 8, "discount": 0.9}, True),
+    # Pixels: the Zoo's Atari A2C (16 environments, 5-step unrolls, RMSprop 7e-4, entropy 0.01,
+    # value coefficient 0.25, 10M steps) with the Nature CNN, and the same on MinAtar with the
+    # MinAtar network.
+    **{task: (10_000_000, 16, {"torso": "nature", "unrolls_per_batch": 16,
+                               "entropy_coef": 0.01, "value_coef": 0.25}, False)
+       for task in tasks_of_family("atari")},
+    **{task: (10_000_000, 16, {"torso": "minatar", "unrolls_per_batch": 16,
+                               "entropy_coef": 0.01, "value_coef": 0.25}, False)
+       for task in tasks_of_family("minatar")},
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import ml_collections
 
 from actorq.agents.dqn.config import DQNConfig
+from actorq.envs.registry import tasks_of_family
 from configs.common import base_config, learner_fields
 
 # task -> (actor steps, pull period), from the paper.
@@ -19,18 +20,28 @@ PRESETS: dict[str, tuple[int, int]] = {
     "acrobot": (100_000, 1000),
 }
 SMALL = ("cartpole_small", "acrobot_small", "mountaincar_small")
-MINATAR_GAMES = ("breakout", "space_invaders", "seaquest", "asterix", "freeway")
 # The MinAtar paper's DQN (Young & Tian 2019, "DQN" with replay and a target network): its conv
 # network, 5M frames, batch 32, one SGD step per env step, replay 100k (starting at 5k), target
 # copied every 1000 steps, epsilon 1 -> 0.1 over the first 100k steps, discount 0.99. Not carried
 # over: its centered RMSprop (lr 2.5e-4); this learner's Adam at the same rate, with Dopamine's
 # epsilon 0.01 / 32 (see cartpole below), and 3-step double-Q targets.
-_MINATAR = dict(
+_PIXELS: dict[str, dict[str, Any]] = {}
+_PIXELS.update(dict.fromkeys(tasks_of_family("minatar"), dict(
     max_actor_steps=5_000_000, samples_per_insert=32.0, min_size=5_000, max_size=100_000,
     learner=dict(torso="minatar", learning_rate=2.5e-4, batch_size=32, sgd_steps_per_call=1,
                  target_update_period=1000, epsilon_decay_steps=100_000, epsilon_min=0.1,
                  epsilon_max=0.1, discount=0.99, adam_epsilon=3.125e-4, n_step=3),
-)
+)))
+# Atari: the Nature DQN as CleanRL's dqn_atari.py runs it (10M steps, Adam 1e-4, batch 32, one
+# SGD step per 4 env steps, target copied every 1000 SGD steps, learning from 80k steps,
+# epsilon 1 -> 0.01 over the first 1M steps, 1-step targets). Replay: 100k transitions, not 1M:
+# frames are stored per transition (2 x 28 KB), so 1M would need 56 GB.
+_PIXELS.update(dict.fromkeys(tasks_of_family("atari"), dict(
+    max_actor_steps=10_000_000, samples_per_insert=8.0, min_size=80_000, max_size=100_000,
+    learner=dict(torso="nature", learning_rate=1e-4, batch_size=32, sgd_steps_per_call=1,
+                 target_update_period=1000, epsilon_decay_steps=1_000_000, epsilon_min=0.01,
+                 epsilon_max=0.01, discount=0.99, n_step=1),
+)))
 
 # Settings of the _small presets, after the RL Baselines3 Zoo's tuned DQN (hyperparams/dqn.yml),
 # translated to this learner. Zoo -> here:
@@ -97,12 +108,12 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     """The preset's config; an unknown preset fails listing the valid ones."""
     preset = preset or "cartpole"
     small = preset in SMALL
-    minatar = preset.removeprefix("minatar_") in MINATAR_GAMES and preset.startswith("minatar_")
+    pixels = preset in _PIXELS
     task = preset.removesuffix("_small") if small else preset
-    if task not in PRESETS and not minatar:
-        valid = ", ".join(sorted([*PRESETS, *SMALL, *(f"minatar_{g}" for g in MINATAR_GAMES)]))
+    if task not in PRESETS and not pixels:
+        valid = ", ".join(sorted([*PRESETS, *SMALL, *_PIXELS]))
         raise ValueError(f"unknown dqn_actorq preset {preset!r}; valid: {valid}")
-    steps, pull_period = PRESETS.get(task, (_MINATAR["max_actor_steps"], 100))
+    steps, pull_period = PRESETS.get(task, (0, 100))
     config = base_config("dqn", task, steps, pull_period)
     # One SGD step (batch 256) per 32 env steps: the paper's networks train at 3-15 SGD steps/s
     # on a 2-core CPU, and the rate limiter holds the actors to that.
@@ -112,8 +123,8 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     # hadam, loss_scaling, kahan_gradients apply to DQN).
     config.learner = learner_fields(DQNConfig, n_step=3)
     config.replay.max_size = 100_000
-    if small or minatar:
-        settings = _MINATAR if minatar else _SMALL[task]
+    if small or pixels:
+        settings = _PIXELS[task] if pixels else _SMALL[task]
         config.launcher = "single"
         config.num_actors = 1
         config.learner.hidden_sizes = (256, 256)
@@ -124,7 +135,7 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
         config.replay.max_size = settings.get("max_size", 100_000)
         config.max_actor_steps = settings["max_actor_steps"]
         config.quantizer = settings.get("quantizer", config.quantizer)
-        config.eval_every_steps = config.max_actor_steps // 50 if minatar else 2_000
+        config.eval_every_steps = config.max_actor_steps // 50 if pixels else 2_000
         config.eval_episodes = 10
         config.pull_period = 100
     return config

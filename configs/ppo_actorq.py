@@ -14,6 +14,7 @@ from __future__ import annotations
 import ml_collections
 
 from actorq.agents.ppo.config import PPOConfig
+from actorq.envs.registry import tasks_of_family
 from configs.common import learner_fields, on_policy_config
 
 # The Zoo's MuJoCo settings share this network and these switches.
@@ -53,11 +54,19 @@ PRESETS: dict[str, tuple[int, int, dict, bool]] = {
     # MinAtar: PureJaxRL's PPO settings for its MinAtar runs (64 environments x 128 steps, 4
     # epochs of 8 minibatches, lr 5e-4 decayed linearly, clip 0.2, entropy 0.01), here with 16
     # environments per actor and the MinAtar paper's conv network (actorq.networks.conv).
-    **{f"minatar_{game}": (10_000_000, 16, {
+    **{task: (10_000_000, 16, {
         "torso": "minatar", "unroll_length": 128, "unrolls_per_batch": 16, "epochs": 4,
         "minibatches": 8, "learning_rate": 5e-4, "discount": 0.99, "gae_lambda": 0.95,
         "entropy_coef": 0.01, "clip_value_loss": True}, True)
-       for game in ("breakout", "space_invaders", "seaquest", "asterix", "freeway")},
+       for task in tasks_of_family("minatar")},
+    # Atari: CleanRL's ppo_atari.py (8 environments x 128 steps, 4 epochs of 4 minibatches,
+    # lr 2.5e-4 decayed linearly, clip 0.1, entropy 0.01, clipped value loss, 10M steps) with
+    # the Nature CNN.
+    **{task: (10_000_000, 8, {
+        "torso": "nature", "unroll_length": 128, "unrolls_per_batch": 8, "epochs": 4,
+        "minibatches": 4, "learning_rate": 2.5e-4, "discount": 0.99, "gae_lambda": 0.95,
+        "entropy_coef": 0.01, "clip_epsilon": 0.1, "clip_value_loss": True}, True)
+       for task in tasks_of_family("atari")},
     # A fast continuous task for tests and smoke runs (the Zoo's Pendulum settings, no gSDE).
     "pendulum": (100_000, 4, {"unroll_length": 1024, "unrolls_per_batch": 4, "epochs": 10,
                               "minibatches": 64, "learning_rate": 1e-3, "discount": 0.9,

@@ -84,6 +84,11 @@ _PIXEL_FAMILIES = frozenset({"atari", "minatar"})
 TASKS: tuple[str, ...] = tuple(_FAMILIES)
 
 
+def tasks_of_family(family: TaskFamily) -> tuple[str, ...]:
+    """The registered tasks of one family, in registry order (e.g. every ``"atari"`` game)."""
+    return tuple(task for task in TASKS if _FAMILIES[task] == family)
+
+
 def _check_task(task: str) -> None:
     """Raise ``ValueError`` naming every valid task if ``task`` is not registered."""
     if task not in _FAMILIES:
