@@ -200,3 +200,31 @@ def test_pixel_agents_and_torsos_fail_with_one_clear_message():
     action = specs.BoundedArray((2,), np.float32, -1.0, 1.0)
     with pytest.raises(ValueError, match="DDPG takes flat observations"):
         DDPGBuilder(DDPGConfig(), {"observation": pixels, "action": action})
+
+
+@pytest.mark.parametrize("agent", ["dqn", "ppo"])
+def test_a_minatar_run_goes_through_the_whole_pipeline_in_uint8(agent, tmp_path):
+    """Actor (int8 conv package) -> replay or queue (uint8 items) -> learner -> publish ->
+    evaluation, on a short MinAtar run."""
+    import json
+
+    from experiments.pixel_pipeline import pipeline_config, summarize_run
+    from launchpad_programs.launch import run_experiment
+
+    config = pipeline_config(agent, "minatar_breakout", 512, "int8")
+    if agent == "ppo":  # small batches: 2 environments x 32 steps, 2 minibatches
+        config.envs_per_actor = 2
+        config.learner.unrolls_per_batch = 2
+        config.learner.unroll_length = 32
+        config.learner.minibatches = 2
+        config.chunk_size = 32
+        config.replay.max_size, config.replay.min_size = 4, 2
+    else:
+        config.replay.min_size = 128
+    config.run_dir = str(tmp_path / agent)
+    run_experiment(config)
+    row = summarize_run(agent, "minatar_breakout", tmp_path / agent)
+    assert row["env_steps"] == 512 and row["learner_steps"] >= 1 and row["publishes"] >= 2
+    assert row["evaluations"] == 3 and row["package_bytes"] < 140_000  # int8: ~4x under fp32
+    saved = json.loads((tmp_path / agent / "config.json").read_text())
+    assert saved["learner"]["torso"] == "minatar"
