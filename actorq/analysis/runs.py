@@ -18,7 +18,8 @@ _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
 # Fields added after runs were saved, with the value that reproduces the code from before them:
 # a saved run lacking one matches a request for that value (so adding a switch, off by
 # default, does not orphan every stored run).
-ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0, "keep_checkpoints": 2}
+ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0, "keep_checkpoints": 2,
+                                    "learner.torso": "mlp"}
 
 
 def run_status(run_dir: str | Path) -> RunStatus:
