@@ -18,7 +18,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from actorq.networks.mlp import ACTIVATIONS, DotGeneral, layer_name
+from actorq.networks.mlp import ACTIVATIONS, DotGeneral, hook_kwargs, layer_name
 from actorq.networks.sizes import TORSOS as TORSO_NAMES
 
 ConvGeneralDilated = Callable[..., jax.Array]
@@ -74,27 +74,20 @@ class ConvNet(nn.Module):
         learner's ``[batch, time]``)."""
         leading = x.shape[:-3]
         x = x.reshape((-1, *x.shape[-3:])).astype(jnp.float32) * jnp.float32(self.input_scale)
+        conv_hooks = hook_kwargs("conv_general_dilated", self.conv_general_dilated,
+                                 self.conv_general_dilated_cls)
         for i, (features, kernel, stride) in enumerate(self.conv_layers):
-            hook: dict[str, Any] = {}
-            if self.conv_general_dilated_cls is not None:
-                hook["conv_general_dilated_cls"] = self.conv_general_dilated_cls
-            elif self.conv_general_dilated is not None:
-                hook["conv_general_dilated"] = self.conv_general_dilated
             x = nn.Conv(int(features), (int(kernel), int(kernel)), strides=int(stride),
                         padding="VALID", name=layer_name(i), kernel_init=self.kernel_init,
-                        **hook)(x)
+                        **conv_hooks)(x)
             x = ACTIVATIONS[self.activation](x)
         x = x.reshape((x.shape[0], -1))
         sizes = [*self.hidden_sizes, self.output_size]
         first = len(self.conv_layers)
+        dense_hooks = hook_kwargs("dot_general", self.dot_general, self.dot_general_cls)
         for j, size in enumerate(sizes):
-            hook = {}
-            if self.dot_general_cls is not None:
-                hook["dot_general_cls"] = self.dot_general_cls
-            elif self.dot_general is not None:
-                hook["dot_general"] = self.dot_general
             x = nn.Dense(int(size), name=layer_name(first + j), kernel_init=self.kernel_init,
-                         **hook)(x)
+                         **dense_hooks)(x)
             x = ACTIVATIONS[self.activation](x) if j < len(sizes) - 1 else x
         return ACTIVATIONS[self.output_activation](x).reshape((*leading, -1))
 

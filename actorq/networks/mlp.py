@@ -28,6 +28,19 @@ def layer_name(index: int) -> str:
     return f"layer_{index}"
 
 
+def hook_kwargs(kind: str, function: Callable | None,
+                factory: Callable[[], nn.Module] | None) -> dict[str, Any]:
+    """A Flax layer's quantization-hook arguments: ``{kind}_cls`` (a module factory, e.g. AQT's,
+    which holds per-layer state) wins over the plain ``kind`` function; none when neither is
+    given. ``kind``: ``"dot_general"`` (``nn.Dense``) or ``"conv_general_dilated"``
+    (``nn.Conv``)."""
+    if factory is not None:
+        return {f"{kind}_cls": factory}
+    if function is not None:
+        return {kind: function}
+    return {}
+
+
 class MLP(nn.Module):
     """Dense stack ``in -> hidden_sizes... -> output_size``.
 
@@ -54,13 +67,9 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         sizes = [*self.hidden_sizes, self.output_size]
+        hooks = hook_kwargs("dot_general", self.dot_general, self.dot_general_cls)
         for i, size in enumerate(sizes):
-            kwargs: dict[str, Any] = {}
-            if self.dot_general_cls is not None:
-                kwargs["dot_general_cls"] = self.dot_general_cls
-            elif self.dot_general is not None:
-                kwargs["dot_general"] = self.dot_general
-            x = nn.Dense(size, name=layer_name(i), kernel_init=self.kernel_init, **kwargs)(x)
+            x = nn.Dense(size, name=layer_name(i), kernel_init=self.kernel_init, **hooks)(x)
             x = ACTIVATIONS[self.activation](x) if i < len(sizes) - 1 else x
         return ACTIVATIONS[self.output_activation](x)
 
