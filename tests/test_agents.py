@@ -145,7 +145,7 @@ def test_presets_and_overrides():
     with pytest.raises(ValueError, match="cartpole_balance"):
         d4pg_actorq.get_config("walker_run")
     with pytest.raises(ValueError, match="acrobot"):
-        dqn_actorq.get_config("pong")
+        dqn_actorq.get_config("pong_small")
     learner = agent_config("d4pg", d4pg_actorq.get_config("walker_stand").learner.to_dict())
     assert learner.policy_hidden_sizes == (2048, 2048, 2048)
     with pytest.raises(ValueError, match="batch_size"):

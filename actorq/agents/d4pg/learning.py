@@ -12,16 +12,14 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import rlax
 
 from actorq.agents.d4pg.config import D4PGConfig
 from actorq.agents.d4pg.networks import D4PGNetworks, atoms
-from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
+from actorq.agents.replay_learner import ReplayLearner
 from actorq.lowp import (
     LowpAdamConfig,
     LowpFixes,
@@ -108,7 +106,7 @@ def d4pg_losses(
     )
 
 
-class D4PGLearner:
+class D4PGLearner(ReplayLearner):
     """Full-precision D4PG learner sampling from an iterator of batches.
 
     Args:
@@ -118,6 +116,8 @@ class D4PGLearner:
         arrays of leading shape ``[sgd_steps_per_call, batch_size]``.
       seed: initialisation seed.
     """
+
+    state_type = TrainingState
 
     def __init__(
         self,
@@ -162,7 +162,7 @@ class D4PGLearner:
             critic_opt_state=critic_opt_state,
             steps=jnp.zeros((), jnp.int32),
         )
-        self._update_fp32 = jax.jit(functools.partial(self._update, networks.policy))
+        self._update_plain = jax.jit(functools.partial(self._update, networks.policy))
         self._update_qat = (
             jax.jit(functools.partial(self._update, networks.qat_policy))
             if networks.qat_policy is not None
@@ -237,29 +237,6 @@ class D4PGLearner:
             metrics["policy_loss_scale"] = state.policy_opt_state.loss_scale.astype(jnp.float32)
         return state, metrics
 
-    @property
-    def steps(self) -> int:
-        return self._steps
-
-    def step(self) -> dict[str, float]:
-        raw = next(self._batches)
-        batch = {k: raw[k] for k in LEARNER_FIELDS}
-        chex.assert_rank(batch["reward"], 2)
-        qat_on = self._update_qat is not None and self._qat.active(self._steps)
-        update = self._update_qat if qat_on else self._update_fp32
-        self._state, metrics = update(self._state, batch)
-        self._steps += int(batch["reward"].shape[0])
-        out = {k: float(v) for k, v in metrics.items()}
-        out["qat_active"] = float(qat_on)
-        return {**out, **sample_policy_lag(self._steps, raw)}
-
     def policy_params(self) -> Any:
         """The policy parameters as float32 (what the quantizers and actors take)."""
         return cast_tree(self._state.policy_params, jnp.float32)
-
-    def state(self) -> Any:
-        return self._state._asdict()
-
-    def restore(self, state: Any) -> None:
-        self._state = TrainingState(**state)
-        self._steps = int(np.asarray(self._state.steps))

@@ -12,16 +12,14 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 import rlax
 
 from actorq.agents.ddpg.config import DDPGConfig
 from actorq.agents.ddpg.networks import DDPGNetworks
-from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
+from actorq.agents.replay_learner import ReplayLearner
 from actorq.quantization.qat import QATSchedule
 
 Batch = dict[str, jax.Array]
@@ -59,8 +57,10 @@ def policy_loss(policy_apply: Callable, critic_apply: Callable, policy_params: A
     return jnp.mean(jax.vmap(rlax.dpg_loss)(action, dqda))
 
 
-class DDPGLearner:
+class DDPGLearner(ReplayLearner):
     """DDPG learner sampling ``[sgd_steps_per_call, batch_size, ...]`` batches."""
+
+    state_type = TrainingState
 
     def __init__(self, networks: DDPGNetworks, config: DDPGConfig, batches: Iterator[Batch],
                  seed: int) -> None:
@@ -80,7 +80,7 @@ class DDPGLearner:
             critic_opt_state=self._critic_opt.init(critic_params),
             steps=jnp.zeros((), jnp.int32),
         )
-        self._update_fp32 = jax.jit(functools.partial(self._update, networks.policy))
+        self._update_plain = jax.jit(functools.partial(self._update, networks.policy))
         self._update_qat = (jax.jit(functools.partial(self._update, networks.qat_policy))
                             if networks.qat_policy is not None else None)
         self._steps = 0
@@ -126,28 +126,5 @@ class DDPGLearner:
         state, metrics = jax.lax.scan(one_step, state, batches)
         return state, jax.tree_util.tree_map(jnp.mean, metrics)
 
-    @property
-    def steps(self) -> int:
-        return self._steps
-
-    def step(self) -> dict[str, float]:
-        raw = next(self._batches)
-        batch = {k: raw[k] for k in LEARNER_FIELDS}
-        chex.assert_rank(batch["reward"], 2)
-        qat_on = self._update_qat is not None and self._qat.active(self._steps)
-        update = self._update_qat if qat_on else self._update_fp32
-        self._state, metrics = update(self._state, batch)
-        self._steps += int(batch["reward"].shape[0])
-        out = {k: float(v) for k, v in metrics.items()}
-        out["qat_active"] = float(qat_on)
-        return {**out, **sample_policy_lag(self._steps, raw)}
-
     def policy_params(self) -> Any:
         return self._state.policy_params
-
-    def state(self) -> Any:
-        return self._state._asdict()
-
-    def restore(self, state: Any) -> None:
-        self._state = TrainingState(**state)
-        self._steps = int(np.asarray(self._state.steps))

@@ -24,15 +24,13 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-import chex
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from actorq.agents.replay_learner import ReplayLearner
 from actorq.agents.sac.config import SACConfig
 from actorq.agents.sac.networks import SACNetworks
-from actorq.agents.transitions import LEARNER_FIELDS, sample_policy_lag
 from actorq.lowp import (
     LowpAdamConfig,
     LowpAdamState,
@@ -161,7 +159,7 @@ def _any_nonfinite(*trees: Any) -> jax.Array:
     return jnp.any(jnp.stack(leaves))
 
 
-class SACLearner:
+class SACLearner(ReplayLearner):
     """SAC learner sampling from an iterator of batches, training in ``config.precision``.
 
     Args:
@@ -170,7 +168,15 @@ class SACLearner:
       batches: yields dicts with ``observation, action, reward, discount, next_observation``
         arrays of leading shape ``[sgd_steps_per_call, batch_size]``.
       seed: initialisation (and sampling) seed.
+
+    Each :meth:`step` runs ``sgd_steps_per_call`` SGD steps. Its metrics: ``critic_loss``,
+    ``actor_loss``, ``alpha_loss``, ``alpha``, ``entropy`` (``-mean log pi``) and ``q_mean`` are
+    means over the call's steps; ``loss_scale`` (the critic's; the policy's and temperature's as
+    ``actor_``/``alpha_loss_scale``) after it; ``skipped_steps`` counts overflow-skipped optimizer
+    steps since the start; ``nonfinite`` is 1 when any parameter is NaN/inf.
     """
+
+    state_type = TrainingState
 
     def __init__(
         self,
@@ -321,40 +327,6 @@ class SACLearner:
         )
         return state, metrics
 
-    @property
-    def steps(self) -> int:
-        """SGD steps taken (the policy version the actors see)."""
-        return self._steps
-
-    def step(self) -> dict[str, float]:
-        """One call: ``sgd_steps_per_call`` SGD steps on the next batch; returns its metrics.
-
-        ``critic_loss``, ``actor_loss``, ``alpha_loss``, ``alpha``, ``entropy`` (``-mean log pi``)
-        and ``q_mean`` are means over the call's steps; ``loss_scale`` (the critic's; the policy's
-        and temperature's as ``actor_``/``alpha_loss_scale``) after it; ``skipped_steps`` counts
-        overflow-skipped optimizer steps since the start; ``nonfinite`` is 1 when any parameter
-        is NaN/inf.
-        """
-        raw = next(self._batches)
-        batch = {k: raw[k] for k in LEARNER_FIELDS}
-        chex.assert_rank(batch["reward"], 2)
-        qat_on = self._update_qat is not None and self._qat.active(self._steps)
-        update = self._update_qat if qat_on else self._update_plain
-        self._state, metrics = update(self._state, batch)
-        self._steps += int(batch["reward"].shape[0])
-        out = {k: float(v) for k, v in jax.device_get(metrics).items()}
-        out["qat_active"] = float(qat_on)
-        return {**out, **sample_policy_lag(self._steps, raw)}
-
     def policy_params(self) -> Any:
         """The policy parameters as float32 (what the quantizers and actors take)."""
         return cast_tree(self._state.policy_params, jnp.float32)
-
-    def state(self) -> Any:
-        """The full training state as a dict (checkpointed by the launchers)."""
-        return self._state._asdict()
-
-    def restore(self, state: Any) -> None:
-        """Continues from a :meth:`state` (e.g. restored from a checkpoint)."""
-        self._state = TrainingState(**state)
-        self._steps = int(np.asarray(self._state.steps))
