@@ -20,6 +20,12 @@ class PPOConfig(OnPolicyConfig):
     clip_epsilon: float = 0.2
     clip_value_loss: bool = True
     adam_epsilon: float = 1e-5
+    # The ratio divides by the learner's own log-probability and truncated importance weights
+    # correct for the (int8) actors' policy. Measured on HalfCheetah with int8 actors (2 seeds,
+    # 500k steps): mean of the last 5 evaluations 4330.9 and 4212.0, against 1483.6 with the
+    # actor's log-probability and no correction (docs/algorithms.md); CartPole holds 500 either way.
+    behavior_logprob: str = "learner"
+    is_correction: str = "truncated"
 
     BOUNDS: ClassVar[Mapping[str, Bounds]] = {
         **OnPolicyConfig.BOUNDS,
