@@ -34,7 +34,12 @@ def check_config(config: ml_collections.ConfigDict) -> None:
     if config.replay.min_size > config.replay.max_size:
         raise ValueError(f"replay.min_size={config.replay.min_size} is above "
                          f"replay.max_size={config.replay.max_size}: the learner could never start")
-    agent_config(config.agent, config.learner.to_dict())  # the learner fields' own bounds
+    learner = agent_config(config.agent, config.learner.to_dict())  # the fields' own bounds
+    if hasattr(learner, "torso"):  # the network must read the task's observations
+        from actorq.envs.registry import is_pixel
+        from actorq.networks.sizes import check_torso_fits
+
+        check_torso_fits(learner.torso, () if is_pixel(config.task) else None)
     if config.launcher not in LAUNCHERS:
         raise ValueError(f"unknown launcher {config.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     from actorq.quantization import make_quantizer

@@ -82,7 +82,8 @@ def _cli(run_dir: Path, *extra: str) -> list[str]:
 
 def test_cli_rejects_unknown_preset_and_field(tmp_path):
     bad_preset = subprocess.run(
-        [sys.executable, "-m", "experiments.dqn_actorq", "--config=configs/dqn_actorq.py:pong"],
+        [sys.executable, "-m", "experiments.dqn_actorq",
+         "--config=configs/dqn_actorq.py:pong_small"],
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )
     assert bad_preset.returncode != 0 and "cartpole" in bad_preset.stderr

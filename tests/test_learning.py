@@ -61,11 +61,11 @@ def _evals(run_dir) -> list[float]:
 
 @pytest.mark.slow
 def test_ppo_cartpole_int8_actors_reach_and_hold_475(tmp_path):
-    # The preset (the RL Zoo's PPO CartPole: 8 environments, 32-step unrolls, 20 epochs), run
-    # for its first 50k of 100k steps: the learning-rate decay keeps the 100k schedule.
+    # The preset (the RL Zoo's PPO CartPole: 8 environments, 32-step unrolls, 20 epochs, PPO's
+    # default learner log-prob + truncated IS), its whole 100k steps. Measured (seed 0, Milan):
+    # cut at 50k the last 5 evals averaged 271 (the policy still swings at half the schedule);
+    # at 100k the study's runs hold 500 (docs/algorithms.md).
     config = ppo_actorq.get_config("cartpole")
-    config.learner.learning_rate_decay_updates = 100_000 // (32 * 8)
-    config.max_actor_steps = 50_000
     config.track_energy = False
     config.run_dir = str(tmp_path / "run")
     run_experiment(config)

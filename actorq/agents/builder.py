@@ -21,6 +21,7 @@ import numpy as np
 from actorq.agents.transitions import learner_batches, transition_signature
 from actorq.core import Adder, DataPath, Exploration, Learner
 from actorq.lazy_exports import import_attribute
+from actorq.networks.sizes import check_torso_fits
 from actorq.replay.adders import NStepTransitionAdder
 from actorq.replay.specs import ArraySpec
 from actorq.replay.table import Table
@@ -64,6 +65,8 @@ class AgentBuilder:
                              f"{np.dtype(obs_spec.dtype).name} images of shape "
                              f"{tuple(obs_spec.shape)}")
         self.observation_shape = tuple(int(v) for v in obs_spec.shape)
+        if self.pixel_observations:  # before anything runs: the torso must read these
+            check_torso_fits(config.torso, self.observation_shape if self.pixels else None)
         # What one integer code of a pixel observation is worth: 1 / the spec's maximum (1/255
         # for frames, 1 for MinAtar's 0/1 channels; 1/255 when the spec has no maximum).
         maximum = np.max(getattr(obs_spec, "maximum", 255)) if self.pixels else 1

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from actorq.networks.mlp import ACTIVATIONS, DotGeneral, hook_kwargs, layer_name
 from actorq.networks.sizes import TORSOS as TORSO_NAMES
+from actorq.networks.sizes import check_torso_fits
 
 ConvGeneralDilated = Callable[..., jax.Array]
 # (features, kernel size, stride) per conv layer; square kernels and strides.
@@ -125,10 +126,7 @@ def make_torso_network(torso: str, output_size: int, input_shape: Sequence[int],
 
 def require_flat_observations(observation_shape: Sequence[int] | None) -> None:
     """Raises ValueError (naming ``learner.torso``) if an MLP torso is asked to read pixels."""
-    if observation_shape is not None:
-        raise ValueError("learner.torso='mlp' takes flat observations; this task's are "
-                         f"{tuple(observation_shape)} images (use learner.torso='minatar' or "
-                         "'nature')")
+    check_torso_fits("mlp", None if observation_shape is None else tuple(observation_shape))
 
 
 def pixel_network(torso: str, output_size: int, observation_shape: Sequence[int] | None,
@@ -137,9 +135,7 @@ def pixel_network(torso: str, output_size: int, observation_shape: Sequence[int]
     """An agent's conv network for pixel observations: :func:`make_torso_network` (``kwargs``
     go to :class:`ConvNet`), with errors that name the config fields (flat observations, QAT,
     which conv networks do not have yet)."""
-    if observation_shape is None or len(observation_shape) != 3:
-        raise ValueError(f"learner.torso={torso!r} takes [H, W, C] pixel observations; this "
-                         "task's are flat features (use learner.torso='mlp')")
+    check_torso_fits(torso, None if observation_shape is None else tuple(observation_shape))
     if qat_bits is not None:
         raise ValueError("learner.qat_bits: quantization-aware training covers MLP policies "
                          f"only, not the {torso!r} conv torso")
