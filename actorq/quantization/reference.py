@@ -105,16 +105,6 @@ def integer_layer(
     return acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
 
 
-def dense_int(
-    x: jax.Array, layer: dict[str, jax.Array], activation_bits: int, unsigned: bool = False
-) -> jax.Array:
-    """One integer dense layer: quantize rows, s8 x s8 -> s32 matmul, rescale, add bias.
-
-    ``unsigned``: the rows are non-negative and quantized to unsigned codes (module docstring).
-    """
-    return integer_layer(x, layer, activation_bits, "unsigned" if unsigned else "signed")
-
-
 def float_layer(x: jax.Array, layer: dict[str, jax.Array],
                 strides: tuple[int, int] | None = None) -> jax.Array:
     """One float layer (dense, or conv when ``strides`` is given) computed in the kernel's
@@ -129,11 +119,6 @@ def float_layer(x: jax.Array, layer: dict[str, jax.Array],
                                            dimension_numbers=CONV_DIMENSIONS,
                                            preferred_element_type=jnp.float32)
     return out + layer["bias"]
-
-
-def dense_float(x: jax.Array, layer: dict[str, jax.Array]) -> jax.Array:
-    """One float dense layer computed in the kernel's dtype, accumulated in float32."""
-    return float_layer(x, layer)
 
 
 def forward(
