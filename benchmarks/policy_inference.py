@@ -64,6 +64,9 @@ from actorq.metrics.benchmarking import library_versions, time_round_robin
 from launchpad_programs.thread_env import set_thread_env
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+# Also accepted by --precisions: plain round-to-nearest with signed activations, the int8 before
+# the recipe (the recipe's unsigned codes take a different ONNX Runtime kernel on AVX2).
+EXTRA_PRECISIONS = ("rtn_int8",)
 RUNTIMES = ("xla", "onnxruntime", "onnxruntime_fused")
 # The numerics bar for int8 rows vs the reference forward (max abs diff on tanh outputs).
 INT8_DIFF_BAR = 1e-2
@@ -106,9 +109,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "layers": POSITIVE_INT, "obs": POSITIVE_INT, "act": POSITIVE_INT,
                          "threads": POSITIVE_INT, "cpu": Bounds(low=-2, integer=True),
                          "diff_observations": POSITIVE_INT, "seed": NON_NEGATIVE_INT})
-    unknown = sorted(set(args.precisions) - set(PRECISIONS))
+    valid = PRECISIONS + EXTRA_PRECISIONS
+    unknown = sorted(set(args.precisions) - set(valid))
     if unknown or not args.precisions:
-        p.error(f"--precisions: unknown {unknown}; valid: {', '.join(PRECISIONS)}")
+        p.error(f"--precisions: unknown {unknown}; valid: {', '.join(valid)}")
     check_choices(p, args.diff_task or None, (), args.runtimes)
     return args
 
@@ -277,9 +281,16 @@ def main(argv=None) -> dict:
 
     t_start = time.perf_counter()
     net, params = make_params(args)
-    packages = {
-        spec: q.make_quantizer(spec).quantize(params, net, version=1) for spec in args.precisions
-    }
+    calibration = calibration_observations(args)
+
+    def quantizer(spec: str):
+        # Calibrated as a learner calibrates its actors' packages (the int8 recipe's smoothing
+        # and bias correction), on observations of other seeds than the numerics check's.
+        made = q.make_quantizer(spec)
+        return made.with_calibration(calibration) if hasattr(made, "with_calibration") else made
+
+    packages = {spec: quantizer(spec).quantize(params, net, version=1)
+                for spec in args.precisions}
     fp32_package = packages.get("fp32") or q.make_quantizer("fp32").quantize(params, net, 1)
     references = {spec: q.make_reference_forward(pkg) for spec, pkg in packages.items()}
     fp32_reference = references.get("fp32") or q.make_reference_forward(fp32_package)
@@ -346,7 +357,7 @@ def main(argv=None) -> dict:
     for (name, spec), runtime in runtimes.items():
         if spec != "int8":
             continue
-        new_version = q.make_quantizer(spec).quantize(params, net, version=2)
+        new_version = quantizer(spec).quantize(params, net, version=2)
         times = []
         for _ in range(5):
             start = time.perf_counter()
@@ -388,6 +399,18 @@ def main(argv=None) -> dict:
         Path(args.json_out).write_text(json.dumps(result, indent=2))
         print(f"\nwrote {args.json_out}")
     return result
+
+
+def calibration_observations(args):
+    """256 ``--diff_task`` observations (seed + 1), or standard normal ones where the task
+    does not fit the policy: what the int8 recipe calibrates on."""
+    import numpy as np
+
+    if args.diff_task:
+        obs = task_observations(args.diff_task, 256, args.seed + 1)
+        if obs.shape[1] == args.obs:
+            return obs
+    return np.random.default_rng(args.seed + 1).normal(size=(256, args.obs)).astype(np.float32)
 
 
 def task_observations(task: str, n: int, seed: int):

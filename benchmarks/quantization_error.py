@@ -5,8 +5,9 @@
 Random-init policy (the error of a trained policy is in the PTQ study), 256 Gaussian observations.
 Error is the max/mean absolute difference of the tanh actions vs the fp32 network. Publish cost is
 what the learner pays per published version: quantize and serialize, the fastest of
-``--repeats``, printed as a ratio to int8's in the same run. Quantizers that calibrate (GPTQ) get
-the same 256 observations, as the learner hands them its fixed replay batch.
+``--repeats``, printed as a ratio to plain round-to-nearest's (``rtn_int8``) in the same run.
+Quantizers that calibrate (the int8 recipe, GPTQ) get the same 256 observations, as the learner
+hands them its fixed replay batch.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ _OBS = flags.DEFINE_integer("obs", 24, "Observation size (walker: 24).")
 _ACT = flags.DEFINE_integer("act", 6, "Action size (walker: 6).")
 _HIDDEN = flags.DEFINE_list("hidden", ["2048", "2048", "2048"], "Hidden sizes.")
 _SPECS = flags.DEFINE_list(
-    "quantizers", ["fp32", "fp16", "bf16", "int8", "int8_p999", "int7", "int6", "int5", "int4",
-                   "int3", "int2", "uact_int8", "gptq_uact_int8", "gptq_uact_int4"],
+    "quantizers", ["fp32", "fp16", "bf16", "rtn_int8", "int8", "recipe_uact_int8", "nosmooth_int8",
+                   "nobc_int8", "fp32in_int8", "int8_p999", "int7", "int6", "int5", "int4", "int3",
+                   "int2", "uact_int8", "gptq_uact_int8", "gptq_uact_int4"],
     "Quantizer specs.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed publishes per quantizer (fastest kept).")
 
@@ -57,7 +59,8 @@ def main(argv: list[str]) -> None:
     obs = np.random.default_rng(0).normal(size=(256, _OBS.value)).astype(np.float32)
     reference = np.asarray(network.apply(params, obs))
     rows = []
-    for spec in dict.fromkeys(["int8", *_SPECS.value]):  # int8 first: the ratios' base
+    base = "rtn_int8"
+    for spec in dict.fromkeys([base, *_SPECS.value]):  # first: the ratios' base
         quantizer = q.make_quantizer(spec)
         if hasattr(quantizer, "with_calibration"):
             quantizer = quantizer.with_calibration(obs)
@@ -65,15 +68,15 @@ def main(argv: list[str]) -> None:
         out = q.make_reference_forward(q.PolicyPackage.from_bytes(data))(obs)
         rows.append((spec, len(data), np.abs(out - reference), seconds))
     fp32_bytes = 4 * sum(np.size(leaf) for leaf in jax.tree.leaves(params))
-    int8_seconds = rows[0][3]
+    base_seconds = rows[0][3]
     print("| quantizer | package bytes | fp32 params / this | max abs action error "
-          "| mean abs error | publish ms | publish / int8 |")
+          f"| mean abs error | publish ms | publish / {base} |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for spec, size, err, seconds in rows:
         if spec not in _SPECS.value:
             continue
         print(f"| {spec} | {size:,} | {fp32_bytes / size:.2f} | {err.max():.2e} "
-              f"| {err.mean():.2e} | {seconds * 1e3:.0f} | {seconds / int8_seconds:.1f}x |")
+              f"| {err.mean():.2e} | {seconds * 1e3:.0f} | {seconds / base_seconds:.1f}x |")
 
 
 if __name__ == "__main__":

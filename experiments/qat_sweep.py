@@ -104,7 +104,8 @@ def plan_sweep(
         for b in bit_list:
             run = config.copy_and_resolve_references()
             run.seed = seed
-            run.quantizer = f"int{b}"
+            # Round-to-nearest: the package runs exactly the numerics the policy trained through.
+            run.quantizer = f"rtn_int{b}"
             run.learner.qat_bits = b
             run.learner.qat_delay_steps = delay
             plan.append((run, out / f"int{b}_qat_seed{seed}"))

@@ -19,7 +19,7 @@ import numpy as np
 from actorq.agents.registry import builder_for_config
 from actorq.core import Builder, Learner, VariableSource
 from actorq.envs import make_environment
-from actorq.quantization.package import PolicyPackage
+from actorq.quantization.package import PolicyPackage, first_layer_inputs
 from actorq.replay import Prioritized, Table, Uniform, queue_table
 from actorq.runtime.actor import FeedForwardActor
 from actorq.runtime.breakdown import RuntimeBreakdown
@@ -113,6 +113,7 @@ class LearnerVariableSource:
         self._builder = builder
         self._network = builder.policy_network
         self._quantizer = make_quantizer(quantizer_spec)
+        self._calibration: np.ndarray | None = None
         self._latest: tuple[int, bytes] | None = None
         self.latest_package: PolicyPackage | None = None
         self.quantize_seconds = 0.0
@@ -120,12 +121,12 @@ class LearnerVariableSource:
         self.calibrated = False
 
     def calibrate(self, observations: np.ndarray) -> bool:
-        """Hands ``observations`` to a quantizer that calibrates on them (GPTQ); the next
-        version is quantized with them. Whether this quantizer takes them."""
-        with_calibration = getattr(self._quantizer, "with_calibration", None)
-        if with_calibration is None:
+        """Keeps raw ``observations`` for a quantizer that calibrates on them (GPTQ, the int8
+        recipe); every later version is quantized with them, normalized as that version's
+        package. Whether this quantizer takes them."""
+        if not hasattr(self._quantizer, "with_calibration"):
             return False
-        self._quantizer = with_calibration(observations)
+        self._calibration = np.asarray(observations, np.float32)
         self._latest = None
         self.calibrated = True
         return True
@@ -134,10 +135,13 @@ class LearnerVariableSource:
         version = self._learner.steps
         if self._latest is None or self._latest[0] != version:
             start = time.perf_counter()
-            package = self._quantizer.quantize(self._learner.policy_params(), self._network,
-                                               version)
             # The head and the observation normalizer travel in fp32 beside the layers.
             extras = self._builder.policy_extras(self._learner)
+            quantizer = self._quantizer
+            if self._calibration is not None:
+                quantizer = quantizer.with_calibration(
+                    first_layer_inputs(self._calibration, extras))
+            package = quantizer.quantize(self._learner.policy_params(), self._network, version)
             if extras:
                 package = dataclasses.replace(package, **extras)
             self._latest = (version, package.to_bytes())

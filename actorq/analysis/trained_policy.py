@@ -20,7 +20,7 @@ from actorq.checkpointing import Checkpointer
 from actorq.envs import is_discrete
 from actorq.networks.mlp import MLP
 from actorq.quantization import make_quantizer
-from actorq.quantization.package import PolicyPackage
+from actorq.quantization.package import PolicyPackage, first_layer_inputs
 
 CONFIG_FILE = "config.json"
 CHECKPOINT_DIR = "checkpoints"
@@ -69,12 +69,12 @@ class TrainedPolicy:
     def package(self, quantizer: str, calibration: np.ndarray | None = None) -> PolicyPackage:
         """The policy quantized by ``quantizer`` (a registry spec such as ``int8``).
 
-        ``calibration``: observations for quantizers that take them (``with_calibration``, e.g.
-        GPTQ); others ignore it.
+        ``calibration``: raw observations for quantizers that take them (``with_calibration``,
+        e.g. GPTQ and the int8 recipe), normalized as the package will; others ignore it.
         """
         q = make_quantizer(quantizer)
         if calibration is not None and hasattr(q, "with_calibration"):
-            q = q.with_calibration(calibration)
+            q = q.with_calibration(first_layer_inputs(calibration, self.extras))
         package = q.quantize(self.params, self.network, self.learner_steps)
         return dataclasses.replace(package, **self.extras) if self.extras else package
 

@@ -1,4 +1,6 @@
-"""Built-in quantizers: fp32 (identity), fp16/bf16 (casts), int8 and intN (AQT numerics)."""
+"""Built-in quantizers: fp32 (identity), fp16/bf16 (casts), and ``rtn_int<b>``: round-to-nearest
+integers with AQT's numerics, which every integer quantizer builds on (the default ``int<b>``,
+``actorq.quantization.recipe``, adds calibration to it)."""
 
 from __future__ import annotations
 
@@ -110,8 +112,14 @@ class IntQuantizer:
         return np.asarray(values), np.asarray(scale).reshape(-1)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
+        return self.package_layers(mlp_layers(params), network, version)
+
+    def package_layers(self, float_layers: list[tuple[Any, Any]], network: MLP,
+                       version: int) -> PolicyPackage:
+        """The package of ``network`` with the float ``(kernel, bias)`` pairs ``float_layers``,
+        each kernel rounded to nearest."""
         layers = []
-        for i, (kernel, bias) in enumerate(mlp_layers(params)):
+        for i, (kernel, bias) in enumerate(float_layers):
             values, scale = self.quantize_kernel(np.asarray(kernel))
             layers.append(package_layer(network, i, values, bias, scale))
         if self.unsigned_activations and network.activation != "relu":
@@ -126,4 +134,4 @@ class IntQuantizer:
 register_quantizer("fp32", lambda: FloatQuantizer("fp32", np.float32))
 register_quantizer("fp16", lambda: FloatQuantizer("fp16", np.float16))
 register_quantizer("bf16", lambda: FloatQuantizer("bf16", ml_dtypes.bfloat16))
-register_quantizer("int", lambda bits: IntQuantizer(f"int{bits}", bits), parametric=True)
+register_quantizer("rtn_int", lambda bits: IntQuantizer(f"rtn_int{bits}", bits), parametric=True)

@@ -18,6 +18,15 @@ if TYPE_CHECKING:  # JAX only for quantize_rows: actor runtimes use the NumPy he
     import jax
 
 
+# The package's activations in NumPy fp32 (the names of ``actorq.networks.mlp.ACTIVATIONS``).
+NUMPY_ACTIVATIONS = {
+    "relu": lambda v: np.maximum(v, np.float32(0)),
+    "tanh": np.tanh,
+    "elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))).astype(np.float32),
+    "none": lambda v: v,
+}
+
+
 def quant_bound(bits: int) -> float:
     """The float that the abs-max of a slice is scaled to."""
     return 2.0 ** (bits - 1) - 0.5

@@ -7,7 +7,9 @@ One self-describing byte buffer::
 The header names the quantizer, the policy version, the activations, the policy head and, per
 layer (dense, or a ``VALID`` convolution with its strides), the dtype/shape/offset of each array.
 A package may also carry the observation normalizer (per-feature mean and std, applied in fp32
-before the first layer) and the head's state-independent log-std (Gaussian policies).
+before the first layer), the input smoothing (a per-feature divisor applied after it, whose
+inverse the quantizer folded into the first layer's rows) and the head's state-independent
+log-std (Gaussian policies).
 
 Pixel policies (``input_shape`` set) read integer-coded observations, ``uint8 [batch, H, W, C]``,
 whose value is ``code * input_scale``. Convolutions are NHWC with ``[kh, kw, in, out]`` kernels;
@@ -37,8 +39,9 @@ MAGIC = b"AQPK"
 # reader that ignored it would compute a different policy, so older readers must refuse);
 # 4: the policy head (categorical, gaussian + log-std) and the observation normalizer.
 # 5: convolution layers, and integer-coded (pixel) observations: input_shape, input_scale.
-FORMAT_VERSION = 5
-READABLE_FORMATS = (1, 2, 3, 4, 5)
+# 6: input_smoothing (a reader that ignored it would feed the first layer unscaled features).
+FORMAT_VERSION = 6
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
 PADDINGS = ("VALID",)
 # What the network's outputs mean. deterministic: they are the actions (or Q-values); the
 # agent's exploration acts on them. categorical: logits of a distribution actors sample from.
@@ -57,6 +60,26 @@ _DTYPES: dict[str, np.dtype] = {
 
 class PackageError(ValueError):
     """A policy package is corrupt, truncated, or does not fit the network."""
+
+
+def normalize_observations(observations: np.ndarray, mean: np.ndarray,
+                           std: np.ndarray) -> np.ndarray:
+    """``clip((observations - mean) / std, +-OBSERVATION_CLIP)`` in fp32: the observation
+    normalizer that packages carry and learners train with."""
+    z = (np.asarray(observations, np.float32) - mean) / std
+    return np.clip(z, -OBSERVATION_CLIP, OBSERVATION_CLIP).astype(np.float32, copy=False)
+
+
+def first_layer_inputs(observations: np.ndarray, extras: dict | None) -> np.ndarray:
+    """Raw flat ``observations`` as the first layer of a package with ``extras`` (the
+    learner's package fields: head, normalizer) reads them before any smoothing: normalized
+    where ``extras`` carry a normalizer. What calibrating quantizers take."""
+    observations = np.asarray(observations, np.float32)
+    extras = extras or {}
+    if extras.get("observation_mean") is None:
+        return observations
+    return normalize_observations(observations, extras["observation_mean"],
+                                  extras["observation_std"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +167,10 @@ class PolicyPackage:
       input_shape: ``(H, W, C)`` of integer-coded pixel observations; None for flat float
         observations.
       input_scale: what one code of a pixel observation is worth (1/255 for frames).
+      input_smoothing: ``[features]`` positive fp32 divisors applied to the (normalized)
+        observation before the first layer; the first kernel's rows were multiplied by them
+        before quantization, so the network is the same function with balanced input ranges
+        (SmoothQuant's migration, see ``actorq.quantization.recipe``). Flat observations only.
     """
 
     quantizer: str
@@ -159,6 +186,7 @@ class PolicyPackage:
     observation_std: np.ndarray | None = None
     input_shape: tuple[int, ...] | None = None
     input_scale: float | None = None
+    input_smoothing: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if (self.input_shape is None) != (self.input_scale is None):
@@ -185,6 +213,13 @@ class PolicyPackage:
             raise PackageError("a gaussian head needs head_log_std, and only it has one")
         if (self.observation_mean is None) != (self.observation_std is None):
             raise PackageError("the observation normalizer needs both mean and std")
+        if self.input_smoothing is not None:
+            if self.input_shape is not None:
+                raise PackageError("pixel observations have no input smoothing")
+            smoothing = np.asarray(self.input_smoothing)
+            if smoothing.shape != (self.input_size,) or not np.all(smoothing > 0):
+                raise PackageError(f"input_smoothing must be {self.input_size} positive "
+                                   f"divisors, got shape {smoothing.shape}")
 
     def layer_input_shapes(self) -> list[tuple[int, ...]]:
         """Each layer's input shape per observation: ``(H, W, C)`` for conv layers, ``(features,)``
@@ -238,13 +273,15 @@ class PolicyPackage:
         return np.ascontiguousarray(observations)
 
     def normalize(self, observations: np.ndarray) -> np.ndarray:
-        """``clip((observations - mean) / std, +-OBSERVATION_CLIP)`` in fp32 when the package
-        has a normalizer (every runtime applies it before the first layer), else the
-        observations as given."""
-        if self.observation_mean is None:
-            return observations
-        z = (observations - self.observation_mean) / self.observation_std
-        return np.clip(z, -OBSERVATION_CLIP, OBSERVATION_CLIP).astype(np.float32, copy=False)
+        """What the first layer reads, in fp32 (every runtime applies it before that layer):
+        :func:`normalize_observations` with the package's normalizer, if any, then divided by
+        ``input_smoothing``, if any."""
+        if self.observation_mean is not None:
+            observations = normalize_observations(observations, self.observation_mean,
+                                                  self.observation_std)
+        if self.input_smoothing is not None:
+            observations = (observations / self.input_smoothing).astype(np.float32, copy=False)
+        return observations
 
     def unsigned_input(self, index: int) -> bool:
         """Whether integer layer ``index`` quantizes its input rows as unsigned codes."""
@@ -265,7 +302,8 @@ class PolicyPackage:
     def nbytes(self) -> int:
         """Bytes of array payload (weights, biases, scales, head and normalizer)."""
         total = sum(a.nbytes for a in (self.head_log_std, self.observation_mean,
-                                       self.observation_std) if a is not None)
+                                       self.observation_std, self.input_smoothing)
+                    if a is not None)
         for layer in self.layers:
             total += layer.kernel.nbytes + layer.bias.nbytes
             total += 0 if layer.kernel_scale is None else layer.kernel_scale.nbytes
@@ -305,7 +343,7 @@ class PolicyPackage:
                 payload += data
             layer_headers.append(entry)
         extras = {}
-        for field in ("head_log_std", "observation_mean", "observation_std"):
+        for field in ("head_log_std", "observation_mean", "observation_std", "input_smoothing"):
             array = getattr(self, field)
             if array is None:
                 continue

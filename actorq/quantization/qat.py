@@ -1,6 +1,6 @@
 """Quantization-aware training: train the policy through AQT fake quantization.
 
-The forward pass quantizes weights and activations exactly as the ``int{bits}`` package will
+The forward pass quantizes weights and activations exactly as the ``rtn_int{bits}`` package will
 (AQT ``fully_quantized`` with round-to-nearest, not stochastic rounding); the backward pass is the
 straight-through estimator (the gradient of round is taken as 1 inside the clip range, AQT's
 unquantized backward). A quantization delay trains in fp32 first, as in the QuaRL paper.

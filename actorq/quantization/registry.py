@@ -23,6 +23,7 @@ BUILTIN_MODULES = (
     "actorq.quantization.percentile",
     "actorq.quantization.unsigned_activations",
     "actorq.quantization.gptq",
+    "actorq.quantization.recipe",
 )
 _builtins_loaded = False
 

@@ -33,6 +33,7 @@ import onnxruntime as ort
 from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from actorq.quantization.numerics import (
+    NUMPY_ACTIVATIONS,
     check_bits,
     max_int,
     max_uint,
@@ -435,13 +436,6 @@ def build_fused_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.
     return _finish_model(g, package, weights)
 
 
-_NP_ACTIVATIONS = {
-    "relu": lambda v: np.maximum(v, np.float32(0)),
-    "tanh": np.tanh,
-    "elu": lambda v: np.where(v > 0, v, np.expm1(np.minimum(v, 0))).astype(np.float32),
-    "none": lambda v: v,
-}
-
 
 def quantize_tensor_u8_np(x: np.ndarray) -> tuple[np.ndarray, np.float32, np.uint8]:
     """ORT's dynamic activation quantization (``DynamicQuantizeLinear`` / the first stage of
@@ -478,7 +472,7 @@ def fused_forward_np(package: PolicyPackage, observations: np.ndarray) -> np.nda
             y = y + np.asarray(layer.bias, np.float32)
         last = i == len(package.layers) - 1
         act = package.output_activation if last else package.activation
-        x = np.asarray(_NP_ACTIVATIONS[act](y.astype(np.float32)), np.float32)
+        x = np.asarray(NUMPY_ACTIVATIONS[act](y.astype(np.float32)), np.float32)
     return x
 
 
