@@ -33,7 +33,7 @@ def package_layer(network: MLP, index: int, kernel: np.ndarray, bias: np.ndarray
     return DenseParams(kernel, bias, kernel_scale)
 
 
-def _package(spec: str, network: MLP, version: int, layers: list[LayerParams],
+def make_package(spec: str, network: MLP, version: int, layers: list[LayerParams],
              activation_bits: int | None = None,
              unsigned_activations: bool = False) -> PolicyPackage:
     # Conv networks (actorq.networks.conv.ConvNet) read integer-coded pixel observations.
@@ -80,7 +80,7 @@ class FloatQuantizer:
                           bias)
             for i, (kernel, bias) in enumerate(mlp_layers(params))
         ]
-        return _package(self.spec, network, version, layers)
+        return make_package(self.spec, network, version, layers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,7 +127,7 @@ class IntQuantizer:
                 f"quantizer {self.spec!r} quantizes ReLU outputs as unsigned codes; this "
                 f"network's hidden activation is {network.activation!r}"
             )
-        return _package(self.spec, network, version, layers, activation_bits=self.bits,
+        return make_package(self.spec, network, version, layers, activation_bits=self.bits,
                         unsigned_activations=self.unsigned_activations)
 
 

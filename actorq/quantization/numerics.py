@@ -1,4 +1,5 @@
-"""Symmetric integer numerics, bit-for-bit those of AQT's ``IntSymmetric`` + abs-max calibration.
+"""Symmetric integer numerics, bit-for-bit those of AQT's ``IntSymmetric`` + abs-max calibration;
+and the uniform affine numerics of the QuaRL paper (Krishnamoorthi, 2018), simulated in float.
 
 For ``bits`` b the largest magnitude maps to the edge of the last bucket, ``2**(b-1) - 0.5``
 (AQT: preserve_zero=True, preserve_max_val=False); values are clipped to ``+-(2**(b-1) - 1)``
@@ -101,3 +102,31 @@ def quantize_rows_unsigned_np(x: np.ndarray, bits: int) -> tuple[np.ndarray, np.
     scale = (row_max * np.float32(1.0 / unsigned_quant_bound(bits))).astype(np.float32)
     q = np.rint(np.clip(x * (np.float32(1.0) / scale), 0.0, float(max_uint(bits))))
     return q.astype(np.uint8), scale
+
+
+def affine_params(lo, hi, bits: int, xp=np):
+    """Scale and zero point of the ``bits``-bit affine grid over ``[lo, hi]`` (Krishnamoorthi,
+    2018): the range is widened to hold 0, so that 0 is exact; ``scale = (hi - lo) / (2**b - 1)``
+    (1 for an empty range), ``zero_point = round(-lo / scale)``. ``xp``: numpy or jax.numpy."""
+    lo = xp.minimum(lo, 0.0)
+    hi = xp.maximum(hi, 0.0)
+    scale = (hi - lo) / np.float32(2**bits - 1)
+    scale = xp.where(scale == 0.0, np.float32(1.0), scale)
+    return scale, xp.round(-lo / scale)
+
+
+def affine_fake_quant(x, lo, hi, bits: int, xp=np):
+    """``x`` rounded to the ``bits``-bit affine grid of ``[lo, hi]`` and back to float:
+    ``(clip(round(x / scale) + zero_point, 0, 2**b - 1) - zero_point) * scale``. Half to even
+    (NumPy's and XLA's round). ``lo``/``hi`` broadcast against ``x`` (static per-tensor ranges,
+    or one per sample)."""
+    scale, zero_point = affine_params(lo, hi, bits, xp)
+    q = xp.clip(xp.round(x / scale) + zero_point, 0.0, float(2**bits - 1))
+    return ((q - zero_point) * scale).astype(np.float32)
+
+
+def affine_range(x, xp=np):
+    """Each sample's own ``(lo, hi)`` over all but the batch axis, shaped to broadcast against
+    ``x`` (the dynamic range of an uncalibrated affine package)."""
+    axes = tuple(range(1, x.ndim))
+    return xp.min(x, axis=axes, keepdims=True), xp.max(x, axis=axes, keepdims=True)

@@ -39,7 +39,8 @@ MAGIC = b"AQPK"
 # reader that ignored it would compute a different policy, so older readers must refuse);
 # 4: the policy head (categorical, gaussian + log-std) and the observation normalizer.
 # 5: convolution layers, and integer-coded (pixel) observations: input_shape, input_scale.
-# 6: input_smoothing (a reader that ignored it would feed the first layer unscaled features).
+# 6: input_smoothing (a reader that ignored it would feed the first layer unscaled features), and
+# affine_bits with per-layer input_range (the paper's simulated affine quantizer).
 FORMAT_VERSION = 6
 READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
 PADDINGS = ("VALID",)
@@ -90,11 +91,14 @@ class DenseParams:
       kernel: ``[in, out]``; float32/float16/bfloat16, or int8 holding b-bit integers.
       bias: ``[out]`` float32.
       kernel_scale: ``[out]`` float32 per-output-channel scale for integer kernels, else None.
+      input_range: ``[lo, hi]`` float32, the static range of the layer's input in packages
+        with ``affine_bits`` (None there: each sample's own range).
     """
 
     kernel: np.ndarray
     bias: np.ndarray
     kernel_scale: np.ndarray | None = None
+    input_range: np.ndarray | None = None
 
     @property
     def is_integer(self) -> bool:
@@ -112,6 +116,7 @@ class ConvParams:
       strides: ``(vertical, horizontal)``.
       padding: ``"VALID"`` (the only one: an integer layer's unsigned-code shift relies on every
         output seeing the whole kernel).
+      input_range: as :class:`DenseParams`'s.
     """
 
     kernel: np.ndarray
@@ -119,6 +124,7 @@ class ConvParams:
     kernel_scale: np.ndarray | None = None
     strides: tuple[int, int] = (1, 1)
     padding: str = "VALID"
+    input_range: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if np.ndim(self.kernel) != 4:
@@ -167,6 +173,10 @@ class PolicyPackage:
       input_shape: ``(H, W, C)`` of integer-coded pixel observations; None for flat float
         observations.
       input_scale: what one code of a pixel observation is worth (1/255 for frames).
+      affine_bits: set by the paper's affine quantizer (``affine_int<b>``, simulated): every
+        layer is float, with weights on a b-bit affine grid, and rounds its input to the b-bit
+        affine grid of its ``input_range`` before its matmul
+        (:func:`actorq.quantization.numerics.affine_fake_quant`).
       input_smoothing: ``[features]`` positive fp32 divisors applied to the (normalized)
         observation before the first layer; the first kernel's rows were multiplied by them
         before quantization, so the network is the same function with balanced input ranges
@@ -187,6 +197,7 @@ class PolicyPackage:
     input_shape: tuple[int, ...] | None = None
     input_scale: float | None = None
     input_smoothing: np.ndarray | None = None
+    affine_bits: int | None = None
 
     def __post_init__(self) -> None:
         if (self.input_shape is None) != (self.input_scale is None):
@@ -213,6 +224,17 @@ class PolicyPackage:
             raise PackageError("a gaussian head needs head_log_std, and only it has one")
         if (self.observation_mean is None) != (self.observation_std is None):
             raise PackageError("the observation normalizer needs both mean and std")
+        if self.affine_bits is not None and (
+                not 2 <= self.affine_bits <= 8 or self.activation_bits is not None
+                or any(layer.kernel_scale is not None for layer in self.layers)):
+            raise PackageError("affine_bits (2..8) go with float layers and no activation_bits")
+        for i, layer in enumerate(self.layers):
+            if layer.input_range is None:
+                continue
+            bounds = np.asarray(layer.input_range)
+            if self.affine_bits is None or bounds.shape != (2,) or not bounds[0] <= bounds[1]:
+                raise PackageError(f"layer {i}: input_range is [lo <= hi], in affine packages "
+                                   f"only; got {bounds!r}")
         if self.input_smoothing is not None:
             if self.input_shape is not None:
                 raise PackageError("pixel observations have no input smoothing")
@@ -306,7 +328,8 @@ class PolicyPackage:
                     if a is not None)
         for layer in self.layers:
             total += layer.kernel.nbytes + layer.bias.nbytes
-            total += 0 if layer.kernel_scale is None else layer.kernel_scale.nbytes
+            total += sum(a.nbytes for a in (layer.kernel_scale, layer.input_range)
+                         if a is not None)
         return total
 
     def check_compatible(self, input_size: int, output_size: int) -> None:
@@ -325,7 +348,7 @@ class PolicyPackage:
             entry = {}
             if isinstance(layer, ConvParams):
                 entry["conv"] = {"strides": list(layer.strides), "padding": layer.padding}
-            for field in ("kernel", "bias", "kernel_scale"):
+            for field in ("kernel", "bias", "kernel_scale", "input_range"):
                 array = getattr(layer, field)
                 if array is None:
                     continue
@@ -363,6 +386,7 @@ class PolicyPackage:
                 "head": self.head,
                 "input_shape": None if self.input_shape is None else list(self.input_shape),
                 "input_scale": self.input_scale,
+                "affine_bits": self.affine_bits,
                 "arrays": extras,
                 "layers": layer_headers,
             }
@@ -410,6 +434,7 @@ class PolicyPackage:
                 head=header.get("head", "deterministic"),
                 input_shape=header.get("input_shape"),
                 input_scale=header.get("input_scale"),
+                affine_bits=header.get("affine_bits"),
                 **extras,
             )
         except PackageError:

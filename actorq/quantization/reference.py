@@ -26,7 +26,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from actorq.networks.mlp import ACTIVATIONS
-from actorq.quantization.numerics import quantize_rows, quantize_rows_unsigned
+from actorq.quantization.numerics import (
+    affine_fake_quant,
+    affine_range,
+    quantize_rows,
+    quantize_rows_unsigned,
+)
 from actorq.quantization.package import ConvParams, PolicyPackage
 
 PackageArrays = list[dict[str, jax.Array]]
@@ -42,6 +47,8 @@ def package_arrays(package: PolicyPackage) -> PackageArrays:
         entry = {"kernel": jnp.asarray(layer.kernel), "bias": jnp.asarray(layer.bias)}
         if layer.kernel_scale is not None:
             entry["kernel_scale"] = jnp.asarray(layer.kernel_scale)
+        if layer.input_range is not None:
+            entry["input_range"] = jnp.asarray(layer.input_range)
         arrays.append(entry)
     return arrays
 
@@ -131,12 +138,15 @@ def forward(
     unsigned_activations: bool = False,
     geometry: Geometry | None = None,
     input_scale: float | None = None,
+    affine_bits: int | None = None,
 ) -> jax.Array:
     """Pure forward pass over ``[batch, features]`` observations, or ``uint8 [batch, H, W, C]``
     codes when ``input_scale`` is given.
 
     ``unsigned_activations``: ReLU-fed integer layers quantize their input to unsigned codes.
     ``geometry``: :func:`package_geometry` (None: every layer dense).
+    ``affine_bits``: float layers round their input to that many bits on the affine grid of
+    their ``input_range`` (each sample's own range where they have none).
     """
     geometry = geometry or (None,) * len(arrays)
     x = observations if input_scale is not None else observations.astype(jnp.float32)
@@ -156,6 +166,10 @@ def forward(
         else:
             if i == 0 and input_scale is not None:
                 x = x.astype(jnp.float32) * jnp.float32(input_scale)
+            if affine_bits is not None:
+                lo, hi = (affine_range(x, jnp) if "input_range" not in layer
+                          else (layer["input_range"][0], layer["input_range"][1]))
+                x = affine_fake_quant(x, lo, hi, affine_bits, jnp)
             x = float_layer(x, layer, strides)
         act = activation if i < len(arrays) - 1 else output_activation
         x = ACTIVATIONS[act](x)
@@ -172,6 +186,7 @@ def package_forward(package: PolicyPackage) -> Callable[[PackageArrays, jax.Arra
         unsigned_activations=package.unsigned_activations,
         geometry=package_geometry(package),
         input_scale=package.input_scale,
+        affine_bits=package.affine_bits,
     )
 
 

@@ -24,6 +24,7 @@ BUILTIN_MODULES = (
     "actorq.quantization.unsigned_activations",
     "actorq.quantization.gptq",
     "actorq.quantization.recipe",
+    "actorq.quantization.affine",
 )
 _builtins_loaded = False
 

@@ -34,6 +34,7 @@ from onnx import ModelProto, TensorProto, helper, numpy_helper
 
 from actorq.quantization.numerics import (
     NUMPY_ACTIVATIONS,
+    affine_params,
     check_bits,
     max_int,
     max_uint,
@@ -285,6 +286,9 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
                                  g.const(np.float32(package.input_scale))])
             if relu_pending:
                 x = g.op("Relu", [x])
+            if package.affine_bits is not None:
+                x = _affine_fake_quant(g, x, layer.input_range, package.affine_bits,
+                                       axes=[1, 2, 3] if conv else [1])
             y = _float_matmul(g, x, i, layer)
         codes = False
         y = g.op("Add", [y, f"bias_{i}"])  # not inside MatMulIntegerToFloat: see module doc
@@ -293,6 +297,28 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         relu_pending = act == "relu" and not last and layers[i + 1].kernel_scale is not None
         x = y if relu_pending else _activation(g, y, act)
     return _finish_model(g, package, weights)
+
+
+def _affine_fake_quant(g: _Graph, x: str, input_range: np.ndarray | None, bits: int,
+                       axes: list[int]) -> str:
+    """``x`` on the ``bits``-bit affine grid of ``input_range`` (static), or of each sample's
+    own range over ``axes``: :func:`actorq.quantization.numerics.affine_fake_quant`."""
+    top = np.float32(2**bits - 1)
+    if input_range is not None:
+        scale, zero_point = affine_params(np.float32(input_range[0]),
+                                          np.float32(input_range[1]), bits)
+        c_scale, c_zero_point = g.const(np.float32(scale)), g.const(np.float32(zero_point))
+    else:
+        c_axes, c_zero = g.const(np.array(axes, np.int64)), g.const(np.float32(0.0))
+        lo = g.op("Min", [g.op("ReduceMin", [x, c_axes], keepdims=1), c_zero])
+        hi = g.op("Max", [g.op("ReduceMax", [x, c_axes], keepdims=1), c_zero])
+        c_scale = g.op("Div", [g.op("Sub", [hi, lo]), g.const(top)])
+        c_scale = g.op("Where", [g.op("Equal", [c_scale, c_zero]), g.const(np.float32(1.0)),
+                                 c_scale])
+        c_zero_point = g.op("Round", [g.op("Div", [g.op("Neg", [lo]), c_scale])])
+    q = g.op("Add", [g.op("Round", [g.op("Div", [x, c_scale])]), c_zero_point])
+    q = g.op("Clip", [q, g.const(np.float32(0.0)), g.const(top)])
+    return g.op("Mul", [g.op("Sub", [q, c_zero_point]), c_scale])
 
 
 def _float_matmul(g: _Graph, x: str, i: int, layer) -> str:
