@@ -150,6 +150,11 @@ def test_ptq_study_end_to_end(trained_run: Path, tmp_path: Path) -> None:
     assert int8["agreement"] > 0.6 and 0.0 < int8["kl_mean"] < 0.01
     assert int8["kl_mean"] < rows["int4"]["kl_mean"]
     assert rows["fp16"]["agreement"] > 0.9
+    # Greedy flips gather where the two actions are nearly equal: on the half of the states with
+    # the wider fp32 gaps the precisions agree at least as often.
+    assert fp32["agreement_wide_gaps"] == 1.0
+    for spec in ("int8", "int4"):
+        assert rows[spec]["agreement_wide_gaps"] >= rows[spec]["agreement"]
     assert int8["package_bytes"] < rows["fp16"]["package_bytes"] < fp32["package_bytes"]
     counts = int8["action_summary"]["action_counts"]
     assert len(counts) == 2 and sum(counts) == report["num_observations"]
@@ -239,7 +244,8 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     dirs = qat_sweep.run_sweep(config, "8,4", "0", out)
     assert [d.name for d in dirs] == ["fp32_seed0", "int8_qat_seed0", "int4_qat_seed0"]
     saved = json.loads((out / "int4_qat_seed0" / "config.json").read_text())
-    assert saved["quantizer"] == "int4" and saved["learner"]["qat_bits"] == 4
+    # The actors run round-to-nearest: the numerics the policy trained through.
+    assert saved["quantizer"] == "rtn_int4" and saved["learner"]["qat_bits"] == 4
     # 20% of (1000 - 200) actor steps x 32 samples per insert / 64 per batch SGD steps.
     assert saved["learner"]["qat_delay_steps"] == round(0.2 * 800 * 32 / 64) == 80
     base = json.loads((out / "fp32_seed0" / "config.json").read_text())
@@ -250,7 +256,7 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     assert [r["precision"] for r in report["rows"]] == ["fp32", "int8", "int4"]
     assert report["rows"][0]["relative_error"] == 0.0
     assert all(np.isfinite(r["final_return_mean"]) for r in report["rows"])
-    assert "| int4 QAT | int4 |" in md.read_text()
+    assert "| int4 QAT | rtn_int4 |" in md.read_text()
     assert (out / "qat.png").stat().st_size > 1000
 
     # Re-running reuses every finished run (nothing retrains).

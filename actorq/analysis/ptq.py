@@ -177,6 +177,7 @@ class PrecisionResult:
     kl_max: float | None = None
     agreement: float | None = None
     gap_error_median: float | None = None
+    agreement_wide_gaps: float | None = None
     l2_mean: float | None = None
     max_abs: float | None = None
 
@@ -225,6 +226,8 @@ class PTQStudy:
             "agreement": "fraction of shared observations with equal greedy actions",
             "gap_error_median": "median over shared observations of |(Q_quant[a1] - Q_quant[a2])"
                                 " - (Q_fp32[a1] - Q_fp32[a2])|, a1/a2 = fp32's best/second",
+            "agreement_wide_gaps": "agreement on the shared observations whose fp32 action gap "
+                                   "is at least its median (where the choice matters most)",
             "l2_mean": "mean over shared observations of ||a_fp32 - a_quant||_2",
             "max_abs": "max over observations and dimensions of |a_fp32 - a_quant|",
         }
@@ -334,6 +337,9 @@ def run_ptq_study(
     base_mean = float(np.mean(returns[BASELINE]))
     results = []
     actions: dict[str, np.ndarray] = {}
+    if policy.discrete:
+        gaps = action_gap_errors(reference_outputs, reference_outputs)[0]
+        wide = gaps >= np.median(gaps)
     for spec in specs:
         # The baseline reuses the reference outputs so its divergence is exactly zero.
         outputs = reference_outputs if spec == BASELINE else np.asarray(runtimes[spec](obs))
@@ -349,6 +355,7 @@ def run_ptq_study(
                 "agreement": action_agreement(reference_actions, acts),
                 "gap_error_median": float(np.median(
                     action_gap_errors(reference_outputs, outputs)[1])),
+                "agreement_wide_gaps": action_agreement(reference_actions[wide], acts[wide]),
             }
         else:
             l2, max_abs = action_distances(reference_actions, acts)
@@ -401,7 +408,7 @@ def ptq_markdown_table(study: PTQStudy) -> str:
     """The study as a Markdown table, one row per precision (like the paper's Table 2)."""
     if study.discrete:
         extra = [f"KL(fp32‖q) mean (T={study.temperature:g})", "KL max", "action agreement",
-                 "action-gap error (median)"]
+                 "action-gap error (median)", "agreement where gap >= median"]
     else:
         extra = ["mean L2 action distance", "max abs action diff"]
     header = ["precision", "package bytes", "return (mean ± std)", "rel. error vs fp32", *extra]
@@ -418,7 +425,9 @@ def ptq_markdown_table(study: PTQStudy) -> str:
         if study.discrete:
             cells += [_fmt(row.kl_mean, ".3g"), _fmt(row.kl_max, ".3g"),
                       _fmt(None if row.agreement is None else 100 * row.agreement, ".1f") + "%",
-                      _fmt(row.gap_error_median, ".3g")]
+                      _fmt(row.gap_error_median, ".3g"),
+                      _fmt(None if row.agreement_wide_gaps is None
+                           else 100 * row.agreement_wide_gaps, ".1f") + "%"]
         else:
             cells += [_fmt(row.l2_mean, ".3g"), _fmt(row.max_abs, ".3g")]
         lines.append("| " + " | ".join(cells) + " |")
