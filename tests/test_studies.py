@@ -28,7 +28,7 @@ from actorq.analysis.ptq import (
 )
 from actorq.analysis.trained_policy import load_trained_policy
 from configs import dqn_actorq
-from experiments import pull_period_ablation, qat_sweep
+from experiments import pull_period_ablation, qat_sweep, table2
 from experiments.ptq_study import ptq_study
 from launchpad_programs import study_runs
 
@@ -235,6 +235,36 @@ def test_a_run_saved_before_a_field_was_added_matches_only_its_off_value(tmp_pat
 
 
 # QAT sweep.
+
+
+def test_table2_measures_reused_runs_and_lists_the_rest_as_pending(trained_run: Path,
+                                                                    tmp_path: Path) -> None:
+    rows = table2.select_rows(["dqn:cartpole", "ppo:cartpole", "dqn:pong"])
+    reuse = table2.parse_reuse([f"dqn:cartpole={trained_run}"])
+    measured, reasons = table2.run_table(rows, tmp_path, episodes=3, train=False, reuse=reuse)
+    assert list(measured) == ["dqn:cartpole"]
+    cells = measured["dqn:cartpole"]
+    assert cells["divergence"] == "kl" and cells["fp32"]["divergence"] == 0.0
+    assert cells["fp32"]["relative_error"] == 0.0
+    for spec in ("fp16", "affine_int8", "int8"):
+        assert cells[spec]["divergence"] > 0.0  # a real quantization, measured
+    assert reasons["dqn:pong"].startswith("pending: needs a GPU")
+    assert "--rows=ppo:cartpole --train" in reasons["ppo:cartpole"]
+    text = table2.markdown(rows, measured, reasons, 3, "python -m experiments.table2")
+    assert "| dqn | cartpole |" in text and "500 / 500 / 500, 0.1 |" in text
+    assert "| dqn | pong | pending: needs a GPU" in text
+
+
+def test_table2_refuses_bad_rows_and_reuse(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown --rows"):
+        table2.select_rows(["dqn:halfcheetah"])
+    with pytest.raises(ValueError, match="algorithm:task=run_dir"):
+        table2.parse_reuse(["dqn:cartpole"])
+    with pytest.raises(FileNotFoundError, match="no run directory"):
+        table2.parse_reuse([f"dqn:cartpole={tmp_path / 'missing'}"])
+    for row in table2.ROWS:  # every trainable row names a preset that exists
+        if not row.pending:
+            assert table2.load_preset(row.config).task
 
 
 def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
