@@ -249,6 +249,7 @@ def main(argv: list[str]) -> None:
 
     command = "python -m experiments.table2 " + shlex.join(sys.argv[1:])
     text = markdown(rows, measured, reasons, _EPISODES.value, command)
+    out_dir.mkdir(parents=True, exist_ok=True)  # reused runs may live elsewhere
     (out_dir / "table2.md").write_text(text)
     (out_dir / "table2.json").write_text(json.dumps(
         {"machine": machine_name(), "episodes": _EPISODES.value, "rows": measured,
