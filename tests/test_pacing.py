@@ -225,8 +225,8 @@ def test_continuous_drift_is_an_action_distance():
 
 def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
     """Once replay is warm, the drift batch also calibrates quantizers that take observations:
-    the GPTQ package of the next version is the one its quantizer makes with that batch, and
-    round-to-nearest quantizers are left alone."""
+    the GPTQ and int8-recipe packages of the next version are the ones their quantizers make
+    with that batch, and quantizers without calibration are left alone."""
     import jax
 
     import actorq.quantization as q
@@ -252,7 +252,7 @@ def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
             return {"observation": observations[:n]}
 
     learner, table = Learner(), Table()
-    packages = LearnerPackages(learner, builder, ["gptq_uact_int8", "int8", "fp32"])
+    packages = LearnerPackages(learner, builder, ["gptq_uact_int8", "int8", "rtn_int8", "fp32"])
     monitor = DriftMonitor(builder, table, min_size=100)
     rtn_bytes = packages.sources["gptq_uact_int8"].latest()[1]
     assert monitor.measure(learner, packages) == {}  # replay not warm: nothing happens
@@ -261,9 +261,15 @@ def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
     row = monitor.measure(learner, packages)
     assert "policy_drift_disagreement/gptq_uact_int8" in row
     assert packages.sources["gptq_uact_int8"].calibrated
-    assert not packages.sources["int8"].calibrated and not packages.sources["fp32"].calibrated
+    assert packages.sources["int8"].calibrated
+    assert not packages.sources["rtn_int8"].calibrated and not packages.sources["fp32"].calibrated
     version, gptq_bytes = packages.sources["gptq_uact_int8"].latest()
     assert version == 1 and gptq_bytes != rtn_bytes  # requantized at the same version
     expected = q.make_quantizer("gptq_uact_int8").with_calibration(
         observations[:DriftMonitor.BATCH]).quantize(params, network, 1)
     assert gptq_bytes == expected.to_bytes()
+    recipe = q.PolicyPackage.from_bytes(packages.sources["int8"].latest()[1])
+    expected = q.make_quantizer("int8").with_calibration(
+        observations[:DriftMonitor.BATCH]).quantize(params, network, 1)
+    assert recipe.input_smoothing is not None
+    np.testing.assert_array_equal(recipe.input_smoothing, expected.input_smoothing)
