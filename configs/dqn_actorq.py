@@ -95,8 +95,8 @@ _SMALL: dict[str, dict[str, Any]] = {
     # nearest weights shift them by a mean offset that picks the greedy action: learning runs
     # with `rtn_int8` actors held -110 in 0 of 3 seeds, these in 9 of 12 (fp32 actors: 7 of 12;
     # docs/learning.md, MountainCar). The default int8 recipe removes that offset (PTQ of a
-    # trained policy: 0% lost, against 27% for this quantizer), but its first learning runs
-    # reached the flag in 1 of 3 seeds (docs/ptq.md): until more seeds decide, this stays.
+    # trained policy: 0% lost, against 27% for this quantizer), but learning runs with its actors
+    # ended at >= -110 in 2 of 6 seeds (these: 5 of the same 6; docs/ptq.md), so this stays.
     "mountaincar": dict(
         quantizer="fp32head_uact_int8",
         max_actor_steps=120_000, samples_per_insert=64.0, min_size=1000, max_size=10_000,
