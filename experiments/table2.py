@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -244,9 +246,6 @@ def main(argv: list[str]) -> None:
         out_dir = check_writable_dir(_OUT_DIR.value, "--out_dir")
     measured, reasons = run_table(rows, out_dir, _EPISODES.value, _TRAIN.value, reuse,
                                   _MAX_STEPS.value)
-    import shlex
-    import sys
-
     command = "python -m experiments.table2 " + shlex.join(sys.argv[1:])
     text = markdown(rows, measured, reasons, _EPISODES.value, command)
     out_dir.mkdir(parents=True, exist_ok=True)  # reused runs may live elsewhere

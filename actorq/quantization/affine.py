@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from actorq.networks.mlp import ACTIVATIONS, MLP, mlp_layers
+from actorq.quantization.base import checked_calibration
 from actorq.quantization.builtin import make_package, package_layer
 from actorq.quantization.numerics import affine_fake_quant, check_bits
 from actorq.quantization.package import PolicyPackage
@@ -81,12 +82,7 @@ class AffineQuantizer:
     def with_calibration(self, observations: np.ndarray) -> AffineQuantizer:
         """This quantizer with static activation ranges from ``observations`` (raw or
         normalized as the package's first layer reads them; pixel batches as uint8 codes)."""
-        observations = np.asarray(observations)
-        if observations.ndim < 2 or not len(observations):
-            raise ValueError(f"calibration observations must be [n, ...] with n >= 1, got "
-                             f"shape {observations.shape}")
-        if not np.all(np.isfinite(observations)):
-            raise ValueError("calibration observations contain NaN or inf")
+        observations = checked_calibration(observations)
         return dataclasses.replace(self, calibration=observations)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 from actorq.networks.mlp import MLP
 from actorq.quantization.package import PolicyPackage
 
@@ -24,3 +26,15 @@ class Quantizer(Protocol):
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         """Packages ``network``'s ``params`` as policy ``version``."""
         ...
+
+
+def checked_calibration(observations: Any, dtype: Any = None) -> np.ndarray:
+    """``observations`` as the ``[n, ...]`` array (n >= 1, all finite) that calibrating
+    quantizers keep; raises ValueError naming what is wrong."""
+    observations = np.asarray(observations, dtype)
+    if observations.ndim < 2 or not len(observations):
+        raise ValueError(f"calibration observations must be [n, ...] with n >= 1, got shape "
+                         f"{observations.shape}")
+    if not np.all(np.isfinite(observations)):
+        raise ValueError("calibration observations contain NaN or inf")
+    return observations

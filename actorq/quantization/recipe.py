@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from actorq.networks.mlp import MLP, mlp_layers
+from actorq.quantization.base import checked_calibration
 from actorq.quantization.builtin import IntQuantizer
 from actorq.quantization.numerics import NUMPY_ACTIVATIONS
 from actorq.quantization.package import PolicyPackage
@@ -121,12 +122,7 @@ class RecipeIntQuantizer(IntQuantizer):
         """This quantizer, calibrated on ``observations`` ``[n, features]`` (the first layer's
         inputs: normalized where the package has a normalizer). Pixel batches ``[n, H, W, C]``
         are accepted and unused (conv policies get round-to-nearest)."""
-        observations = np.asarray(observations, np.float32)
-        if observations.ndim < 2 or not len(observations):
-            raise ValueError(f"calibration observations must be [n, features] with n >= 1, got "
-                             f"shape {observations.shape}")
-        if not np.all(np.isfinite(observations)):
-            raise ValueError("calibration observations contain NaN or inf")
+        observations = checked_calibration(observations, np.float32)
         return dataclasses.replace(self, calibration=observations)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
