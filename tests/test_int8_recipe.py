@@ -134,10 +134,10 @@ def test_without_calibration_the_recipe_is_round_to_nearest(policy):
 
 
 def test_unsigned_codes_only_where_a_relu_feeds_the_layer():
-    net = make_policy_network(2, (16, 16))  # tanh hidden layers? the policy net's own choice
+    net = make_policy_network(2, (16, 16))  # ReLU hidden layers
     params = net.init(jax.random.key(0), np.zeros((1, OBS), np.float32))
     package = q.make_quantizer("recipe_uact_int8").quantize(params, net, 0)
-    assert package.unsigned_activations == (net.activation == "relu")
+    assert net.activation == "relu" and package.unsigned_activations
     tanh = dataclasses.replace(net, activation="tanh")
     assert not q.make_quantizer("recipe_uact_int8").quantize(params, tanh, 0).unsigned_activations
 
