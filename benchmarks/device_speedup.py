@@ -41,6 +41,15 @@ as often as it can keep up; the presets' 5000 steps would give 8-12 points for a
 smoothing window), a checkpoint only at the end, without replay contents (``checkpoint_replay=
 False``: stops take seconds, not tens), and ``--set key=value`` for anything else.
 
+**Actor scaling (QuaRL Fig. 11).** ``--actor_counts=1,2,4,8,12`` repeats every (task, precision)
+at each actor count (runs under ``<agent>_<task>/actors<N>/``, the Table 4 analysis per count) and
+adds ``actor_scaling.md`` / ``.json`` / ``.png``: per task and count, each precision's time to a
+fixed number of env steps (the most that every run of the task reached) and to the target return,
+and int8's speedup on both. On the device, one command for the whole sweep of one task::
+
+    ... python3 -m benchmarks.device_speedup --tasks=dqn_cartpole --actor_counts=1,2,4,8,12 \
+        --total_minutes=8 --out_dir=runs/actor_scaling ...
+
 ``--dry-run`` takes the same path end to end on a small CPU machine: learner_device auto, tiny
 networks and budgets (2000 env steps, 1-2 evaluation episodes), ``--total_minutes=2.5``; its
 rows may say "not reached".
@@ -167,6 +176,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="report and runs folder (must not hold runs unless --overwrite)")
     p.add_argument("--num_actors", type=int, default=default_num_actors(),
                    help="actor processes per run (default: cores - 4, at least 2)")
+    p.add_argument("--actor_counts", default=None,
+                   help="comma-separated actor counts: every run repeats at each (actor "
+                        "scaling, QuaRL Fig. 11); default: --num_actors alone")
     p.add_argument("--learner_device", choices=("auto", "cpu", "gpu"), default=None,
                    help="where the learner runs (default gpu; --dry-run: auto)")
     p.add_argument("--total_minutes", type=float, default=None,
@@ -196,6 +208,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.evals_per_run = 8 if dry else 40
     if args.num_actors < 1:
         p.error("--num_actors must be >= 1")
+    try:
+        from actorq.command_line import parse_ints
+
+        args.actor_count_list = (parse_ints(args.actor_counts, "actor_counts")
+                                 if args.actor_counts else [args.num_actors])
+    except ValueError as e:
+        p.error(str(e))
+    if min(args.actor_count_list) < 1:
+        p.error(f"--actor_counts must all be >= 1, got {args.actor_counts}")
     if not (math.isfinite(args.total_minutes) and args.total_minutes > 0) \
             or args.evals_per_run < 1:
         p.error("--total_minutes and --evals_per_run must be positive")
@@ -232,8 +253,10 @@ def set_field(config: Any, dotted: str, value: Any) -> None:
     node[leaf] = value
 
 
-def make_run_config(task: Task, quantizer: str, args: argparse.Namespace, run_dir: Path) -> Any:
-    """The preset's config with this benchmark's settings (see the module docstring)."""
+def make_run_config(task: Task, quantizer: str, args: argparse.Namespace, run_dir: Path,
+                    num_actors: int | None = None) -> Any:
+    """The preset's config with this benchmark's settings (see the module docstring);
+    ``num_actors`` defaults to ``--num_actors``."""
     if task.agent == "dqn":
         from configs import dqn_actorq as module
     elif task.agent == "d4pg":
@@ -243,7 +266,7 @@ def make_run_config(task: Task, quantizer: str, args: argparse.Namespace, run_di
     config = module.get_config(task.preset)
     settings: dict[str, Any] = {
         "launcher": "local",
-        "num_actors": args.num_actors,
+        "num_actors": args.num_actors if num_actors is None else num_actors,
         "actor_quantizers": "",
         "learner_device": args.learner_device,
         "seed": args.seed,
@@ -382,6 +405,7 @@ class RunRecord:
     stop: str = "not started"  # max_actor_steps | wall budget | failed: ...
     num_evals: int = 0
     summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+    num_actors: int = 0
 
     @property
     def ok(self) -> bool:
@@ -528,7 +552,8 @@ def markdown(rows: Sequence[dict[str, Any]], records: Sequence[RunRecord],
     lines = [
         "# Time-to-reward of int8 vs fp32 actors (QuaRL Table 4)",
         "",
-        f"Learner on {settings['learner_device_used']}, {settings['num_actors']} CPU actor "
+        f"Learner on {settings['learner_device_used']}, "
+        f"{', '.join(map(str, settings.get('actor_counts', [settings['num_actors']])))} CPU actor "
         f"processes (local launcher), replay.rate_limiter=none with max_times_sampled="
         f"{MAX_TIMES_SAMPLED}, seed {settings['seed']}"
         + (", DRY RUN (tiny networks and budgets)" if settings["dry_run"] else "") + ".",
@@ -536,13 +561,13 @@ def markdown(rows: Sequence[dict[str, Any]], records: Sequence[RunRecord],
         "from each run's start. Speedup = fp32 time / int8 time. Energy ratio = fp32 / int8 "
         "whole-run energy (energy.json).",
         "",
-        "| task | target return | fp32 time (s) | int8 time (s) | speedup (wall) "
+        "| task | actors | target return | fp32 time (s) | int8 time (s) | speedup (wall) "
         "| speedup (actor steps) | energy ratio fp32/int8 |",
-        "|---|---:|---:|---:|---|---|---:|",
+        "|---|---:|---:|---:|---:|---|---|---:|",
     ]
     for row in rows:
         cells = [
-            row["task"],
+            row["task"], str(row.get("num_actors", settings["num_actors"])),
             _fmt(row["target_return"], ".2f"),
             _time_cell(row["fp32_time_s"], row["fp32_reached"], row["fp32_run_ok"]),
             _time_cell(row["int8_time_s"], row["int8_reached"], row["int8_run_ok"]),
@@ -553,14 +578,15 @@ def markdown(rows: Sequence[dict[str, Any]], records: Sequence[RunRecord],
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += [
         "",
-        "| run | stop | share s | acting s | set-up s | elapsed s | run wall s | actor steps "
-        "| learner steps | evals | final return | learner device |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| run | actors | stop | share s | acting s | set-up s | elapsed s | run wall s "
+        "| actor steps | learner steps | evals | final return | learner device |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in records:
         s = r.summary
         cells = [
-            f"{r.task} {r.quantizer}", r.stop, f"{r.budget_s:.0f}", f"{r.acting_s:.0f}",
+            f"{r.task} {r.quantizer}", str(r.num_actors or settings["num_actors"]), r.stop,
+            f"{r.budget_s:.0f}", f"{r.acting_s:.0f}",
             _fmt(r.setup_s), f"{r.elapsed_s:.0f}",
             _fmt(s.get("wall_time_s")), _fmt(s.get("actor_steps"), "d"),
             _fmt(s.get("learner_steps"), "d"), str(r.num_evals),
@@ -586,32 +612,163 @@ def write_archive(out_dir: Path, records: Sequence[RunRecord]) -> Path:
     return path
 
 
+def analyse(report_dir: Path, records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """``actorq.analysis``'s speedup report over the runs that have evaluations, written to
+    ``report_dir``; its rows (empty when nothing could be analysed)."""
+    usable = [Path(r.run_dir) for r in records if r.ok]
+    if not usable:
+        return []
+    try:
+        from actorq.analysis.report import write_speedup_report
+
+        write_speedup_report(usable, report_dir, fraction=FRACTION, window=WINDOW)
+        return json.loads((report_dir / "speedup.json").read_text())["rows"]
+    except Exception as error:  # noqa: BLE001 - still write what the runs say
+        print(f"[device_speedup] analysis failed: {error!r}", file=sys.stderr, flush=True)
+        return []
+
+
+def eval_points(run_dir: Path) -> list[tuple[int, float]]:
+    """``(actor_steps, wall_time_s)`` of each complete row of a run's ``eval.jsonl``."""
+    path = run_dir / "eval.jsonl"
+    points = []
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+                points.append((int(row["actor_steps"]), float(row["wall_time_s"])))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                pass
+    return points
+
+
+def time_to_steps(points: Sequence[tuple[int, float]], steps: int) -> float | None:
+    """Wall seconds of the first evaluation at or past ``steps`` actor steps (None: never)."""
+    return next((t for s, t in points if s >= steps), None)
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return num / den if num is not None and den else None
+
+
+def actor_scaling_rows(tasks: Sequence[Task], records: Sequence[RunRecord],
+                       table: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per task and actor count: each precision's time to a fixed step count (the most that every
+    run of the task reached, so all are compared at the same point) and to the target return
+    (``table``: the Table 4 rows per count), with int8's speedup on both."""
+    rows = []
+    for task in tasks:
+        runs = [r for r in records if r.task == task.name]
+        points = {(r.num_actors, r.quantizer): eval_points(Path(r.run_dir)) for r in runs}
+        reached = [max(s for s, _ in p) for p in points.values() if p]
+        steps = min(reached) if reached and len(reached) == len(points) else None
+        for count in sorted({r.num_actors for r in runs}):
+            to_steps = {q: None if steps is None else time_to_steps(points.get((count, q), []),
+                                                                       steps)
+                        for q in QUANTIZERS}
+            t4 = next((row for row in table
+                       if row["task"] == task.name and row["num_actors"] == count), {})
+            fp32_target = t4.get("fp32_time_s") if t4.get("fp32_reached") else None
+            int8_target = t4.get("int8_time_s") if t4.get("int8_reached") else None
+            rows.append({
+                "task": task.name, "num_actors": count, "steps": steps,
+                "fp32_time_to_steps_s": to_steps["fp32"], "int8_time_to_steps_s": to_steps["int8"],
+                "speedup_to_steps": _ratio(to_steps["fp32"], to_steps["int8"]),
+                "target_return": t4.get("target_return"),
+                "fp32_time_to_target_s": fp32_target, "int8_time_to_target_s": int8_target,
+                "speedup_to_target": _ratio(fp32_target, int8_target),
+            })
+    return rows
+
+
+def actor_scaling_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows of :func:`actor_scaling_rows` as Markdown."""
+    lines = [
+        "## Actor scaling (QuaRL Fig. 11)",
+        "",
+        "Time from each run's start to a fixed number of env steps (the most every run of the "
+        "task reached) and to the target return (Table 4's, per actor count); speedup = fp32 "
+        "time / int8 time.",
+        "",
+        "| task | actors | env steps | fp32 s | int8 s | speedup | target return | fp32 s to "
+        "target | int8 s to target | speedup to target |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        cells = [r["task"], str(r["num_actors"]), _fmt(r["steps"], "d"),
+                 _fmt(r["fp32_time_to_steps_s"]), _fmt(r["int8_time_to_steps_s"]),
+                 _fmt(r["speedup_to_steps"], ".2f"), _fmt(r["target_return"], ".2f"),
+                 _fmt(r["fp32_time_to_target_s"], ".1f", "not reached"),
+                 _fmt(r["int8_time_to_target_s"], ".1f", "not reached"),
+                 _fmt(r["speedup_to_target"], ".2f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_actor_scaling(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Time to the fixed step count and to the target against the actor count, per task and
+    precision."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10.0, 4.0))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    for task in sorted({r["task"] for r in rows}):
+        mine = sorted((r for r in rows if r["task"] == task), key=lambda r: r["num_actors"])
+        for ax, what in zip(axes, ("steps", "target"), strict=True):
+            for q, style in (("fp32", "o--"), ("int8", "s-")):
+                pts = [(r["num_actors"], r[f"{q}_time_to_{what}_s"]) for r in mine
+                       if r[f"{q}_time_to_{what}_s"] is not None]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), style, label=f"{task} {q}")
+    for ax, title in zip(axes, ("time to a fixed env-step count", "time to the target return"),
+                         strict=True):
+        ax.set_xlabel("actors")
+        ax.set_ylabel("seconds from the run's start")
+        ax.set_title(title, fontsize="medium")
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
 def write_reports(out_dir: Path, tasks: Sequence[Task], records: Sequence[RunRecord],
                   settings: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-    """Runs the analysis on the runs that have evaluations; writes ``device_speedup.md`` /
-    ``.json`` (and the analysis' ``speedup.md`` / ``.json`` and plots); returns the Markdown and
-    the rows."""
-    usable = [Path(r.run_dir) for r in records if r.ok]
-    analysis_rows: list[dict[str, Any]] = []
-    if usable:
-        try:
-            from actorq.analysis.report import write_speedup_report
-
-            write_speedup_report(usable, out_dir, fraction=FRACTION, window=WINDOW)
-            analysis_rows = json.loads((out_dir / "speedup.json").read_text())["rows"]
-        except Exception as error:  # noqa: BLE001 - still write what the runs say
-            print(f"[device_speedup] analysis failed: {error!r}", file=sys.stderr, flush=True)
-    rows = table_rows(tasks, records, analysis_rows)
+    """Runs the analysis per actor count (into ``out_dir``, or ``out_dir/actors<N>`` when the
+    script sweeps counts) on the runs that have evaluations; writes ``device_speedup.md`` /
+    ``.json`` and, for a sweep, ``actor_scaling.md`` / ``.json`` / ``.png``; returns the
+    Markdown and the Table 4 rows."""
+    counts = sorted({r.num_actors for r in records}) or [settings["num_actors"]]
+    sweep = len(settings.get("actor_counts", counts)) > 1
+    rows: list[dict[str, Any]] = []
+    for count in counts:
+        mine = [r for r in records if r.num_actors == count]
+        report_dir = out_dir / f"actors{count}" if sweep else out_dir
+        report_dir.mkdir(parents=True, exist_ok=True)
+        for row in table_rows(tasks, mine, analyse(report_dir, mine)):
+            rows.append({**row, "num_actors": count})
     text = markdown(rows, records, settings)
-    (out_dir / "device_speedup.md").write_text(text)
-    payload = {
+    payload: dict[str, Any] = {
         "settings": settings,
         "table": rows,
         "runs": [dataclasses.asdict(r) for r in records],
-        "analysis": "speedup.json" if analysis_rows else None,
+        "analysis": [f"actors{c}/speedup.json" if sweep else "speedup.json" for c in counts],
     }
     from actorq.analysis.report import json_safe
 
+    if sweep:
+        scaling = actor_scaling_rows(tasks, records, rows)
+        scaling_text = actor_scaling_markdown(scaling)
+        (out_dir / "actor_scaling.md").write_text(scaling_text)
+        (out_dir / "actor_scaling.json").write_text(
+            json.dumps(json_safe({"settings": settings, "rows": scaling}), indent=2) + "\n")
+        plot_actor_scaling(scaling, out_dir / "actor_scaling.png")
+        text += "\n" + scaling_text
+        payload["actor_scaling"] = scaling
+    (out_dir / "device_speedup.md").write_text(text)
     (out_dir / "device_speedup.json").write_text(
         json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
     return text, rows
@@ -646,14 +803,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     out_dir = Path(args.out_dir)
     from launchpad_programs.launch import check_config
 
-    configs: dict[tuple[str, str], Any] = {}
+    counts = args.actor_count_list
+    configs: dict[tuple[str, int, str], Any] = {}
     try:  # every config is checked before anything runs
         for task in args.task_list:
-            for quantizer in QUANTIZERS:
-                run_dir = out_dir / task.name / f"{quantizer}_seed{args.seed}"
-                config = make_run_config(task, quantizer, args, run_dir)
-                check_config(config)
-                configs[(task.name, quantizer)] = config
+            for count in counts:
+                task_dir = out_dir / task.name / (f"actors{count}" if len(counts) > 1 else "")
+                for quantizer in QUANTIZERS:
+                    config = make_run_config(task, quantizer, args,
+                                             task_dir / f"{quantizer}_seed{args.seed}", count)
+                    check_config(config)
+                    configs[(task.name, count, quantizer)] = config
     except (KeyError, TypeError, ValueError, ImportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -667,7 +827,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = {
         "dry_run": dry,
-        "num_actors": args.num_actors,
+        "num_actors": counts[0],
+        "actor_counts": counts,
         "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "learner_device": args.learner_device,
@@ -684,8 +845,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tasks": [t.name for t in args.task_list],
         "overrides": {k: repr(v) for k, v in args.overrides.items()},
     }
-    print(f"[device_speedup] {len(args.task_list)} tasks x {QUANTIZERS}, learner on "
-          f"{settings['learner_device_used']}, {args.num_actors} actors, "
+    print(f"[device_speedup] {len(args.task_list)} tasks x {QUANTIZERS} x actors "
+          f"{','.join(map(str, counts))}, learner on {settings['learner_device_used']}, "
           f"{args.total_minutes:g} min in all", flush=True)
 
     records: list[RunRecord] = []
@@ -693,31 +854,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Set-up is taken from fp32 runs, which compile (int8 runs find the learner in the cache).
     setup_s = {t.agent: SETUP_S[dry] for t in args.task_list}
     stop_s = {t.agent: STOP_MARGIN_S[dry] for t in args.task_list}
-    total_runs = len(args.task_list) * len(QUANTIZERS)
+    pairs = [(task, count) for task in args.task_list for count in counts]
     interrupted = False
     try:
-        for t_index, task in enumerate(args.task_list):
-            # Fixed before the task's first run: fp32 and int8 get the same share and acting time.
-            share = budget.run_share(total_runs - 2 * t_index)
+        for p_index, (task, count) in enumerate(pairs):
+            # Fixed before the pair's first run: fp32 and int8 get the same share and acting time.
+            share = budget.run_share(len(QUANTIZERS) * (len(pairs) - p_index))
             acting = acting_seconds(share, setup_s[task.agent], stop_s[task.agent],
                                     MIN_ACTING_S[dry])
             for quantizer in QUANTIZERS:
-                config = configs[(task.name, quantizer)]
+                config = configs[(task.name, count, quantizer)]
                 record = RunRecord(task=task.name, agent=task.agent, env=str(config.task),
                                    quantizer=quantizer, run_dir=str(config.run_dir),
-                                   budget_s=share, acting_s=acting)
+                                   budget_s=share, acting_s=acting, num_actors=count)
                 records.append(record)
-                print(f"[device_speedup] {task.name} {quantizer}: up to {config.max_actor_steps} "
-                      f"actor steps or {acting:.0f} s of acting ({share:.0f} s share, "
-                      f"t={budget.elapsed():.0f} s)", flush=True)
+                print(f"[device_speedup] {task.name} {quantizer}, {count} actors: up to "
+                      f"{config.max_actor_steps} actor steps or {acting:.0f} s of acting "
+                      f"({share:.0f} s share, t={budget.elapsed():.0f} s)", flush=True)
                 run_one(config, record)
                 if record.setup_s is not None and quantizer == QUANTIZERS[0]:
                     setup_s[task.agent] = record.setup_s
                 if record.stop_s is not None:
                     stop_s[task.agent] = 1.2 * record.stop_s
                 s = record.summary
-                print(f"[device_speedup] {task.name} {quantizer}: {record.stop} after "
-                      f"{record.elapsed_s:.0f} s (set-up {_fmt(record.setup_s)} s, stop "
+                print(f"[device_speedup] {task.name} {quantizer}, {count} actors: {record.stop} "
+                      f"after {record.elapsed_s:.0f} s (set-up {_fmt(record.setup_s)} s, stop "
                       f"{_fmt(record.stop_s)} s), {s.get('actor_steps')} actor steps, "
                       f"{s.get('learner_steps')} learner steps, {record.num_evals} evals",
                       flush=True)

@@ -9,14 +9,19 @@ acting see the same precision; an fp32 run (no QAT, fp32 actors) is the baseline
 
 Runs go to ``<out_dir>/fp32_seed<s>`` and ``<out_dir>/int<b>_qat_seed<s>``; finished ones are
 reused (``--reuse``, the default) so re-running the command just rebuilds ``qat.md``,
-``qat.json`` and ``qat.png``.
+``qat.json`` and ``qat.png``. The report covers every finished run in ``out_dir``, so a second
+command can add seeds for some bit widths (``--bits=4,5,6 --seeds=1``).
 
-QAT delay: ``learner.qat_delay_steps`` counts learner SGD steps, so ``--qat_delay_fraction`` (of
-the run's learner steps) is converted with the single-process learner schedule: once replay holds
-``replay.min_size`` items the learner takes ``samples_per_insert / batch_size`` SGD steps per actor
-step, so a run makes about ``(max_actor_steps - min_size) * samples_per_insert / batch_size`` SGD
-steps and the delay is ``round(fraction * that)``. Distributed launchers pace the learner
-by the same rate limiter, but the error buffer lets them drift: there it is an estimate
+QAT delay: ``learner.qat_delay_steps`` counts learner steps, so ``--qat_delay_fraction`` (of
+the run's learner steps; default one half, the delay QuaRL found best) is converted with the
+learner's schedule:
+- replay agents (DQN, DDPG, D4PG, SAC): once replay holds ``replay.min_size`` items the learner
+  takes ``samples_per_insert / batch_size`` SGD steps per actor step, so a run makes about
+  ``(max_actor_steps - min_size) * samples_per_insert / batch_size`` SGD steps;
+- queue agents (PPO, A2C): one learner step (an update, all its epochs) per batch of
+  ``unroll_length * unrolls_per_batch`` env steps.
+The delay is ``round(fraction * that)``. Distributed launchers pace the learner by the same rate
+limiter, but the error buffer lets replay runs drift: there it is an estimate
 (``--qat_delay_steps`` sets the step count directly).
 """
 
@@ -42,11 +47,15 @@ from launchpad_programs.launch import check_config
 from launchpad_programs.study_runs import run_or_load
 
 BASELINE = "fp32"
-DEFAULT_DELAY_FRACTION = 0.2
+# QuaRL (App. A): quantization switched on at half of training gave the best rewards.
+DEFAULT_DELAY_FRACTION = 0.5
 
 
 def expected_learner_steps(config: ml_collections.ConfigDict) -> int:
-    """Learner SGD steps a single-process run of ``config`` takes (see the module docstring)."""
+    """Learner steps a single-process run of ``config`` takes (see the module docstring)."""
+    if config.replay.rate_limiter == "queue":
+        steps_per_update = int(config.learner.unroll_length) * int(config.learner.unrolls_per_batch)
+        return int(config.max_actor_steps) // steps_per_update
     filling = max(0, int(config.max_actor_steps) - int(config.replay.min_size))
     return int(filling * float(config.replay.samples_per_insert) / int(config.learner.batch_size))
 
@@ -126,6 +135,14 @@ def run_sweep(
     """Runs (or reuses) every run of :func:`plan_sweep`; returns their directories."""
     plan = plan_sweep(config, bits, seeds, out_dir, delay_fraction, delay_steps)
     return [run_or_load(run_config, path, reuse) for run_config, path in plan]
+
+
+def finished_sweep_runs(out_dir: str | Path) -> list[Path]:
+    """The finished runs (``summary.json`` written) a sweep left in ``out_dir``, by name: the
+    report covers every seed and bit width run there, not only the last command's."""
+    out = Path(out_dir)
+    names = [*out.glob(f"{BASELINE}_seed*"), *out.glob("int*_qat_seed*")]
+    return sorted(p for p in names if (p / "summary.json").is_file())
 
 
 def _run_bits(config: dict[str, Any]) -> int | None:
@@ -279,7 +296,8 @@ def main(argv: list[str]) -> None:
     with bad_input():
         plan_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay)
     dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
-    print(write_qat_report(dirs, f.out_dir).read_text())
+    everything = sorted(set(dirs) | set(finished_sweep_runs(f.out_dir)))
+    print(write_qat_report(everything, f.out_dir).read_text())
 
 
 if __name__ == "__main__":

@@ -71,6 +71,9 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("benchmarks.actor_throughput", ["--task=nope"], "nope"),
     ("benchmarks.envs_per_actor", ["--envs=0"], "envs"),
     ("benchmarks.device_speedup", ["--num_actors=0"], "num_actors"),
+    ("benchmarks.device_speedup", ["--actor_counts=1,x"], "actor_counts"),
+    ("experiments.weight_distributions", ["--run_dirs=/tmp/nonexistent_actorq_run"],
+     "nonexistent"),
     ("benchmarks.learner_throughput", ["--calls=0"], "calls"),
     ("benchmarks.quantization_error", ["--quantizers=int12"], "int12"),
 ]

@@ -129,45 +129,97 @@ def test_table_rows_read_the_analysis_rows() -> None:
     assert rows[1]["fp32_stop"] == "not run"
     text = ds.markdown(rows, records, {"learner_device_used": "gpu:0", "num_actors": 12,
                                        "seed": 0, "dry_run": False})
-    assert "| dqn_cartpole | 95.00 | 40.0 | 20.0 | 2.00x | quant not reached | 1.50 |" in text
-    assert "| dqn_acrobot | — | no evaluations | no evaluations |" in text
+    assert "| dqn_cartpole | 12 | 95.00 | 40.0 | 20.0 | 2.00x | quant not reached | 1.50 |" in text
+    assert "| dqn_acrobot | 12 | — | no evaluations | no evaluations |" in text
+
+
+def test_actor_scaling_rows_compare_at_the_steps_every_run_reached(tmp_path: Path) -> None:
+    """Hand-made eval logs: 1 and 2 actors, fp32 and int8. The fixed step count is the most that
+    every run reached (the slowest run's last evaluation); times are read at it."""
+    logs = {(1, "fp32"): [(0, 1.0), (100, 20.0), (200, 40.0)],
+            (1, "int8"): [(0, 1.0), (100, 10.0), (200, 20.0), (300, 30.0)],
+            (2, "fp32"): [(0, 1.0), (100, 12.0), (200, 24.0), (400, 48.0)],
+            (2, "int8"): [(0, 1.0), (200, 8.0), (400, 16.0)]}
+    records = []
+    for (count, q), points in logs.items():
+        run_dir = tmp_path / f"actors{count}" / q
+        run_dir.mkdir(parents=True)
+        (run_dir / "eval.jsonl").write_text("".join(
+            json.dumps({"actor_steps": s, "wall_time_s": t, "eval_return": 1.0}) + "\n"
+            for s, t in points) + "{truncated")
+        records.append(ds.RunRecord("dqn_cartpole", "dqn", "cartpole", q, str(run_dir), 60.0,
+                                    40.0, num_evals=len(points), num_actors=count))
+    table = [{"task": "dqn_cartpole", "num_actors": 1, "target_return": 95.0, "fp32_time_s": 40.0,
+              "fp32_reached": 1, "int8_time_s": None, "int8_reached": 0},
+             {"task": "dqn_cartpole", "num_actors": 2, "target_return": 90.0, "fp32_time_s": 30.0,
+              "fp32_reached": 1, "int8_time_s": 10.0, "int8_reached": 1}]
+    rows = ds.actor_scaling_rows([ds.TASKS[0]], records, table)
+    assert [(r["num_actors"], r["steps"]) for r in rows] == [(1, 200), (2, 200)]
+    assert (rows[0]["fp32_time_to_steps_s"], rows[0]["int8_time_to_steps_s"]) == (40.0, 20.0)
+    assert rows[0]["speedup_to_steps"] == 2.0 and rows[1]["speedup_to_steps"] == 3.0
+    assert rows[0]["speedup_to_target"] is None and rows[1]["speedup_to_target"] == 3.0
+    text = ds.actor_scaling_markdown(rows)
+    assert ("| dqn_cartpole | 1 | 200 | 40.0 | 20.0 | 2.00 | 95.00 | 40.0 | not reached | — |"
+            in text)
+    assert ds.plot_actor_scaling(rows, tmp_path / "s.png").stat().st_size > 1000
+    with pytest.raises(SystemExit):
+        ds.parse_args(["--actor_counts=1,0"])
+    assert ds.parse_args(["--actor_counts=1,2,4,8,12"]).actor_count_list == [1, 2, 4, 8, 12]
 
 
 @pytest.mark.slow
-def test_dry_run_prints_table_4_for_every_task_and_precision(tmp_path: Path) -> None:
-    """The whole device script on this CPU: every (task, precision) runs with rate_limiter none
-    on the requested learner device, and the Table 4 rows are printed and written. One task per
-    agent (DQN, D4PG) keeps it to half the CI time; every task's settings are checked above."""
+def test_dry_run_prints_table_4_and_actor_scaling(tmp_path: Path) -> None:
+    """The whole device script on this CPU, as the device runs its actor-scaling sweep: every
+    (actor count, precision) runs with rate_limiter none on the requested learner device, and the
+    Table 4 rows and the actor-scaling table are printed and written. One task keeps it to the
+    CI time of one dry run; every task's settings are checked above."""
     import jax
 
-    tasks = ["dqn_cartpole", "d4pg_cartpole_balance"]
+    tasks, counts = ["dqn_cartpole"], [1, 2]
     out = tmp_path / "device"
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.device_speedup", "--dry-run", f"--out_dir={out}",
-         f"--tasks={','.join(tasks)}"],
+         f"--tasks={','.join(tasks)}", "--actor_counts=1,2"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-4000:]
     print(proc.stdout[-4000:])
     print(f"dry run: {elapsed:.0f} s")
     stdout = proc.stdout
-    assert "| task | target return | fp32 time (s) | int8 time (s) | speedup (wall)" in stdout
+    assert "| task | actors | target return | fp32 time (s) | int8 time (s) | speedup" in stdout
+    assert "## Actor scaling (QuaRL Fig. 11)" in stdout
     for name in tasks:
-        assert f"| {name} | " in stdout
+        for count in counts:
+            assert f"| {name} | {count} | " in stdout
     assert (out / "device_speedup.md").read_text() in stdout
-    assert (out / "speedup.md").is_file() or "no evaluations" in stdout
+    for count in counts:
+        assert (out / f"actors{count}" / "speedup.md").is_file() or "no evaluations" in stdout
 
     report = json.loads((out / "device_speedup.json").read_text())
-    assert [row["task"] for row in report["table"]] == tasks
+    assert [(row["task"], row["num_actors"]) for row in report["table"]] == [
+        (t, c) for c in counts for t in tasks]
+    scaling = json.loads((out / "actor_scaling.json").read_text())["rows"]
+    assert [(r["task"], r["num_actors"]) for r in scaling] == [(t, c) for t in tasks
+                                                              for c in counts]
+    # The fixed step count exists exactly when every run evaluated (on a loaded machine a run's
+    # short dry-run share may end before its first evaluation); then every run has its time.
+    every_run_evaluated = all(r["num_evals"] > 0 for r in report["runs"])
+    for row in scaling:
+        assert (row["steps"] is not None) == every_run_evaluated
+        if every_run_evaluated:
+            assert row["fp32_time_to_steps_s"] is not None
+            assert row["int8_time_to_steps_s"] is not None
+    assert (out / "actor_scaling.png").stat().st_size > 1000
     runs = report["runs"]
-    assert sorted((r["task"], r["quantizer"]) for r in runs) == sorted(
-        (t, q) for t in tasks for q in ("fp32", "int8"))
+    assert sorted((r["task"], r["num_actors"], r["quantizer"]) for r in runs) == sorted(
+        (t, c, q) for t in tasks for c in counts for q in ("fp32", "int8"))
     # auto -> JAX's default device: cpu:0 on a machine without an accelerator.
     default = jax.devices()[0]
     expected_device = f"{default.platform}:{default.id}"
     for record in runs:
         run_dir = Path(record["run_dir"])
+        assert run_dir.parent.name == f"actors{record['num_actors']}"
         assert record["stop"] in ("max_actor_steps", "wall budget"), record
         summary = json.loads((run_dir / "summary.json").read_text())
         assert summary["learner_device"] == expected_device
@@ -177,5 +229,5 @@ def test_dry_run_prints_table_4_for_every_task_and_precision(tmp_path: Path) -> 
         assert config["replay"]["max_times_sampled"] == 16
         assert config["launcher"] == "local" and config["learner_device"] == "auto"
         assert config["quantizer"] == record["quantizer"]
-        assert config["num_actors"] == report["settings"]["num_actors"] >= 2
+        assert config["num_actors"] == record["num_actors"]
     assert (out / "device_speedup_logs.tar.gz").is_file()

@@ -267,6 +267,15 @@ def test_table2_refuses_bad_rows_and_reuse(tmp_path: Path) -> None:
             assert table2.load_preset(row.config).task
 
 
+def test_qat_delay_counts_updates_on_the_queue_path(tmp_path: Path) -> None:
+    config = table2.load_preset("configs/ppo_actorq.py:cartpole")
+    # PPO CartPole: one learner step per 32-step unroll x 8 unrolls; 100k env steps.
+    assert qat_sweep.expected_learner_steps(config) == 100_000 // 256 == 390
+    plan = qat_sweep.plan_sweep(config, "4", "0", tmp_path)
+    assert plan[1][0].learner.qat_delay_steps == round(0.5 * 390) == 195
+    assert plan[1][0].quantizer == "rtn_int4"
+
+
 def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     config = tiny_config(1000)
     config.replay.min_size = 200
@@ -276,11 +285,12 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     saved = json.loads((out / "int4_qat_seed0" / "config.json").read_text())
     # The actors run round-to-nearest: the numerics the policy trained through.
     assert saved["quantizer"] == "rtn_int4" and saved["learner"]["qat_bits"] == 4
-    # 20% of (1000 - 200) actor steps x 32 samples per insert / 64 per batch SGD steps.
-    assert saved["learner"]["qat_delay_steps"] == round(0.2 * 800 * 32 / 64) == 80
+    # Half of (1000 - 200) actor steps x 32 samples per insert / 64 per batch SGD steps.
+    assert saved["learner"]["qat_delay_steps"] == round(0.5 * 800 * 32 / 64) == 200
     base = json.loads((out / "fp32_seed0" / "config.json").read_text())
     assert base["quantizer"] == "fp32" and base["learner"]["qat_bits"] is None
 
+    assert qat_sweep.finished_sweep_runs(out) == sorted(dirs)
     md = qat_sweep.write_qat_report(dirs, out)
     report = json.loads((out / "qat.json").read_text())
     assert [r["precision"] for r in report["rows"]] == ["fp32", "int8", "int4"]
