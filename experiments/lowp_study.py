@@ -8,7 +8,9 @@ writes ``lowp.md`` and ``lowp.json`` in ``--out_dir``:
 
 * the main table: each ``--variants`` learner setting x each seed at the config's full budget,
   into ``<out_dir>/main/<variant>_seed<seed>``. A variant is ``fp32``, ``<precision>_naive``
-  (``lowp_fixes=none``) or ``<precision>_fixed`` (``lowp_fixes=all``);
+  (``lowp_fixes=none``), ``<precision>_fixed`` (``lowp_fixes=all``) or ``<precision>_amp``
+  (supervised learning's mixed precision: fp32 master weights, compute in ``<precision>``,
+  dynamic loss scaling);
 * the ablation (the paper's ablation table): fp16 with all fixes but one, for each of the six
   fixes, plus fp16 with all fixes and with none as references, one seed at ``--ablation_steps``,
   into ``<out_dir>/ablation/minus_<fix>``, ``.../fp16_all`` and ``.../fp16_none``;
@@ -57,19 +59,28 @@ WITHIN = 0.05
 DEFAULT_VARIANTS = "fp32,fp16_naive,fp16_fixed,bf16_fixed"
 
 
+# The mixed-precision baseline's dynamic loss scale: PyTorch GradScaler's growth interval, and
+# fp16's largest power of two below its max as the start (it halves on the first overflows).
+AMP_LOSS_SCALE_INIT = 2.0**15
+AMP_INCREASE_EVERY = 2000
+
+
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """A learner setting: ``precision`` and ``lowp_fixes`` (None: keep the config's)."""
+    """A learner setting: ``precision`` and ``lowp_fixes`` (None: keep the config's), and
+    whether the weights stay fp32 (``master_weights``: the mixed-precision baseline)."""
 
     name: str
     precision: str
     lowp_fixes: str | None
+    master_weights: bool = False
 
 
 def parse_variants(text: str | Sequence[str]) -> list[Variant]:
-    """``"fp32,fp16_naive,fp16_fixed"`` -> variants; ``<p>_naive`` is ``lowp_fixes=none`` and
-    ``<p>_fixed`` is ``lowp_fixes=all`` for a low precision ``p``, plain ``fp32`` keeps the
-    config's fixes (they do not apply in fp32)."""
+    """``"fp32,fp16_naive,fp16_fixed"`` -> variants; ``<p>_naive`` is ``lowp_fixes=none``,
+    ``<p>_fixed`` is ``lowp_fixes=all`` and ``<p>_amp`` fp32 master weights with dynamic loss
+    scaling alone (``lowp_fixes=loss_scaling``) for a low precision ``p``; plain ``fp32`` keeps
+    the config's fixes (they do not apply in fp32)."""
     names = [n.strip() for n in (text.split(",") if isinstance(text, str) else text)]
     names = [n for n in names if n]
     if not names:
@@ -77,16 +88,18 @@ def parse_variants(text: str | Sequence[str]) -> list[Variant]:
     if len(set(names)) != len(names):
         raise ValueError(f"--variants has duplicates: {names}")
     low = [p for p in PRECISIONS if p != "fp32"]
-    valid = ["fp32", *(f"{p}_{kind}" for p in low for kind in ("naive", "fixed"))]
+    kinds = ("naive", "fixed", "amp")
+    valid = ["fp32", *(f"{p}_{kind}" for p in low for kind in kinds)]
     variants = []
     for name in names:
         if name == "fp32":
             variants.append(Variant(name, "fp32", None))
             continue
         precision, _, kind = name.partition("_")
-        if precision not in low or kind not in ("naive", "fixed"):
+        if precision not in low or kind not in kinds:
             raise ValueError(f"unknown variant {name!r}; valid: {', '.join(valid)}")
-        variants.append(Variant(name, precision, "none" if kind == "naive" else "all"))
+        fixes = {"naive": "none", "fixed": "all", "amp": "loss_scaling"}[kind]
+        variants.append(Variant(name, precision, fixes, master_weights=kind == "amp"))
     return variants
 
 
@@ -97,11 +110,17 @@ def learner_config(
     seed: int | None = None,
     max_actor_steps: int | None = None,
     quantizer: str | None = None,
+    master_weights: bool = False,
 ) -> ml_collections.ConfigDict:
     """A copy of ``config`` with the learner's precision/fixes (and optionally seed, budget and
-    actor quantizer) replaced; ``None`` keeps the config's value."""
+    actor quantizer) replaced; ``None`` keeps the config's value. ``master_weights`` makes it the
+    mixed-precision baseline, with its loss-scale schedule."""
     out = config.copy_and_resolve_references()
     out.learner.precision = precision
+    out.learner.master_weights = master_weights
+    if master_weights:
+        out.learner.loss_scale_init = AMP_LOSS_SCALE_INIT
+        out.learner.loss_scale_increase_every = AMP_INCREASE_EVERY
     if lowp_fixes is not None:
         out.learner.lowp_fixes = lowp_fixes
     if seed is not None:
@@ -222,7 +241,9 @@ def summarize_run(run_dir: str | Path, name: str) -> dict[str, Any]:
         "name": name,
         "run_dir": str(path),
         "precision": precision,
-        "lowp_fixes": str(learner_cfg.get("lowp_fixes", "")) if precision != "fp32" else "n/a",
+        "lowp_fixes": (("fp32 master weights + " if learner_cfg.get("master_weights") else "")
+                       + str(learner_cfg.get("lowp_fixes", ""))) if precision != "fp32"
+        else "n/a",
         "quantizer": str(config["quantizer"]),
         "seed": int(config["seed"]),
         "max_actor_steps": max_steps,
@@ -525,7 +546,8 @@ def run_main_table(config: ml_collections.ConfigDict, variants: Sequence[Variant
     rows = []
     for variant in variants:
         for seed in seeds:
-            run_config = learner_config(config, variant.precision, variant.lowp_fixes, seed)
+            run_config = learner_config(config, variant.precision, variant.lowp_fixes, seed,
+                                        master_weights=variant.master_weights)
             path = run_recording_failures(
                 run_config, out_dir / "main" / f"{variant.name}_seed{seed}", reuse)
             rows.append(summarize_run(path, variant.name))
@@ -588,7 +610,8 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
     if actorq_comparison:
         main_dirs = {
             str(out_dir / "main" / f"{v.name}_seed{s}"):
-                learner_config(config, v.precision, v.lowp_fixes, s)
+                learner_config(config, v.precision, v.lowp_fixes, s,
+                               master_weights=v.master_weights)
             for v in variants for s in seeds
         }
         rows = run_actorq_comparison(config, seeds[0], out_dir, reuse, main_dirs)

@@ -74,6 +74,13 @@ def test_parse_variants_and_ablation_settings():
     assert [(v.name, v.precision, v.lowp_fixes) for v in variants] == [
         ("fp32", "fp32", None), ("fp16_naive", "fp16", "none"), ("fp16_fixed", "fp16", "all"),
         ("bf16_fixed", "bf16", "all")]
+    [amp] = lowp_study.parse_variants("fp16_amp")
+    assert (amp.precision, amp.lowp_fixes, amp.master_weights) == ("fp16", "loss_scaling", True)
+    amp_config = lowp_study.learner_config(sac_actorq.get_config("cartpole_balance_small"),
+                                           amp.precision, amp.lowp_fixes, master_weights=True)
+    assert amp_config.learner.master_weights is True
+    assert amp_config.learner.loss_scale_init == 2.0**15
+    assert amp_config.learner.loss_scale_increase_every == 2000
     with pytest.raises(ValueError, match="unknown variant"):
         lowp_study.parse_variants("fp16_half")
     with pytest.raises(ValueError, match="duplicates"):
@@ -89,6 +96,7 @@ def test_parse_variants_and_ablation_settings():
                                        "fp16", "none", seed=3, max_actor_steps=500)
     assert (config.learner.precision, config.learner.lowp_fixes, config.seed,
             config.max_actor_steps, config.quantizer) == ("fp16", "none", 3, 500, "int8")
+    assert config.learner.master_weights is False
 
 
 def test_run_rows_variants_and_report(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import subprocess
@@ -215,6 +216,43 @@ def test_losses_decrease_on_a_fixed_batch_in_fp32_and_fixed_fp16():
         assert distance["after"] < 0.8 * distance["before"], distance
         results[precision] = critic[-1], distance["after"]
     np.testing.assert_allclose(results["fp16"], results["fp32"], rtol=0.15)
+
+
+def _amp_learner(loss_scale_init: float) -> SACLearner:
+    config = SACConfig(
+        policy_hidden_sizes=HIDDEN, critic_hidden_sizes=HIDDEN, batch_size=B,
+        sgd_steps_per_call=1, precision="fp16", lowp_fixes="loss_scaling", master_weights=True,
+        loss_scale_init=loss_scale_init, loss_scale_increase_every=2,
+        policy_learning_rate=1e-3, critic_learning_rate=1e-3, alpha_learning_rate=1e-3,
+    )
+    batch = {k: v[:1] for k, v in _batch(0.9).items()}
+    return SACLearner(make_networks(config, OBS, ACT), config, itertools.repeat(batch), seed=0)
+
+
+def test_mixed_precision_keeps_fp32_weights_and_scales_the_fp16_backward_pass():
+    """The mixed-precision baseline: every stored float is fp32, but the backward pass runs in
+    fp16: a loss scale of 1e9 overflows fp16 (it would not overflow fp32), so the first steps are
+    skipped with the weights unchanged and the scale halves until steps go through; then the
+    scale doubles after each 2 clean steps."""
+    with pytest.raises(ValueError, match="master_weights"):
+        SACConfig(precision="fp32", master_weights=True)
+    learner = _amp_learner(1e9)
+    initial = learner.state()
+    assert {x.dtype for x in _float_leaves(initial)} == {jnp.dtype(jnp.float32)}
+    metrics = learner.step()
+    assert metrics["skipped_steps"] == 3  # critic, policy and temperature all overflowed
+    assert metrics["loss_scale"] == 5e8 and metrics["nonfinite"] == 0
+    unchanged = jax.tree.map(np.array_equal, learner.state()["critic_params"],
+                             initial["critic_params"])
+    assert all(jax.tree.leaves(unchanged))
+    scales = [learner.step()["loss_scale"] for _ in range(40)]
+    first_clean = next(i for i in range(1, len(scales)) if scales[i] >= scales[i - 1])
+    assert scales[first_clean - 1] < 65504 * 2  # it went through once the backward fit fp16
+    assert max(scales[first_clean:]) > scales[first_clean - 1]  # and grew back after clean steps
+    state = learner.state()
+    assert {x.dtype for x in _float_leaves(state)} == {jnp.dtype(jnp.float32)}
+    assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, state["critic_params"],
+                                                initial["critic_params"])))
 
 
 def _stub_policy(mean: float, log_std: float, dtype):

@@ -50,6 +50,13 @@ class SACConfig:
     :func:`parse_fixes`); it only applies when ``precision != "fp32"``: the fp32 learner is
     textbook SAC (plain Adam, plain Polyak, the stable tanh/Gaussian log-densities every fp32
     SAC uses).
+
+    ``master_weights=True`` is supervised learning's mixed precision instead (Micikevicius et
+    al., 2018): parameters, targets and optimizer state stay fp32, every loss and its gradients
+    are computed in ``precision``, and the fp32 update comes from gradients of the loss times a
+    dynamic loss scale (with ``lowp_fixes="loss_scaling"``: halved and the step skipped on
+    overflow, doubled after ``loss_scale_increase_every`` clean steps). Björck et al. report
+    that such adaptations fail for SAC; this is the baseline to check it.
     """
 
     policy_hidden_sizes: tuple[int, ...] = (256, 256)
@@ -70,6 +77,7 @@ class SACConfig:
     sgd_steps_per_call: int = 1
     precision: str = "fp32"
     lowp_fixes: str = "all"
+    master_weights: bool = False
     # Compound loss scaling (Björck et al.'s defaults): initial scale and clean steps per doubling.
     loss_scale_init: float = 1e4
     loss_scale_increase_every: int = 10_000
@@ -106,12 +114,17 @@ class SACConfig:
                 f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}"
             )
         fixes = parse_fixes(self.lowp_fixes)
+        if self.master_weights and self.precision == "fp32":
+            raise ValueError("learner.master_weights=True needs a low compute precision "
+                             "(learner.precision=fp16 or bf16), got fp32")
         if not self.log_std_min < self.log_std_max:
             raise ValueError(
                 f"need log_std_min < log_std_max, got [{self.log_std_min}, {self.log_std_max}]"
             )
         if self.precision == "fp16":
-            if "loss_scaling" in fixes and self.loss_scale_init > _FP16_MAX:
+            # With master weights the scale is stored in fp32 (the scaled loss is fp32 too).
+            if ("loss_scaling" in fixes and not self.master_weights
+                    and self.loss_scale_init > _FP16_MAX):
                 raise ValueError(
                     f"loss_scale_init {self.loss_scale_init} is above fp16's max {_FP16_MAX}"
                 )

@@ -14,6 +14,11 @@ With every fix off this is naive low-precision SAC (textbook Adam with its buffe
 dtype, eps rounding to 0 in fp16), the configuration Björck et al. show diverging. In fp32 the
 fixes do not apply (see :class:`~actorq.agents.sac.config.SACConfig`).
 
+With ``master_weights`` (supervised learning's mixed precision, the baseline Björck et al.
+compare against) every stored float is fp32 instead, and each loss casts the parameters and the
+batch to the compute dtype, so its forward and backward passes run there; the gradients reach
+the fp32 parameters through the casts.
+
 The whole update, ``sgd_steps_per_call`` SGD steps, is one jitted function (a ``lax.scan``).
 """
 
@@ -188,7 +193,9 @@ class SACLearner(ReplayLearner):
         self._networks = networks
         self._config = config
         self._batches = batches
-        self._dtype = dtype_of(config.precision)
+        # Storage (parameters, optimizer state) and compute dtypes: the same unless master_weights.
+        self._compute_dtype = dtype_of(config.precision)
+        self._dtype = jnp.dtype(jnp.float32) if config.master_weights else self._compute_dtype
         self._fixes = LowpFixes.from_names(config.fix_names)
         self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
         self._target_entropy = (
@@ -235,10 +242,18 @@ class SACLearner(ReplayLearner):
         )
         self._steps = 0
 
+    def _in_compute_dtype(self, apply: Callable) -> Callable:
+        """``apply`` with its parameters cast to the compute dtype (a no-op unless
+        master_weights: then the cast is inside the differentiated function)."""
+        if self._compute_dtype == self._dtype:
+            return apply
+        dtype = self._compute_dtype
+        return lambda params, *inputs: apply(cast_tree(params, dtype), *inputs)
+
     def _sampler(self, policy_apply: Callable) -> Sampler:
         return functools.partial(
             sample_action,
-            policy_apply,
+            self._in_compute_dtype(policy_apply),
             log_std_bounds=(self._config.log_std_min, self._config.log_std_max),
             softplus_fix=self._fixes.softplus_fix or self._config.precision == "fp32",
             normal_fix=self._fixes.normal_fix or self._config.precision == "fp32",
@@ -246,16 +261,16 @@ class SACLearner(ReplayLearner):
 
     def _update(self, policy, state: TrainingState, batches: Batch):
         config, fixes = self._config, self._fixes
-        critic_apply = self._networks.critic.apply
+        critic_apply = self._in_compute_dtype(self._networks.critic.apply)
         # QAT trains the policy the actors will run quantized, so it shapes the actor loss; the
         # critic's target keeps the unquantized policy (as D4PG's target policy does).
         target_sample = self._sampler(self._networks.policy.apply)
         online_sample = self._sampler(policy.apply)
-        batches = cast_tree(batches, self._dtype)
+        batches = cast_tree(batches, self._compute_dtype)
 
         def one_step(state: TrainingState, batch: Batch):
             key, critic_key, actor_key = jax.random.split(state.key, 3)
-            alpha = jnp.exp(state.log_alpha)
+            alpha = jnp.exp(state.log_alpha).astype(self._compute_dtype)
 
             c_loss, q_mean, c_grads = value_and_scaled_grad(
                 lambda p: critic_loss(target_sample, critic_apply, p, state.target_critic_params,
@@ -276,7 +291,8 @@ class SACLearner(ReplayLearner):
             )
 
             t_loss, _, t_grads = value_and_scaled_grad(
-                lambda la: (temperature_loss(la, log_pi, self._target_entropy), None),
+                lambda la: (temperature_loss(la.astype(self._compute_dtype), log_pi,
+                                             self._target_entropy), None),
                 state.log_alpha, state.alpha_opt_state.loss_scale,
             )
             log_alpha, alpha_opt, t_info = lowp_adam_update(
