@@ -28,7 +28,7 @@ from actorq.analysis.ptq import (
 )
 from actorq.analysis.trained_policy import load_trained_policy
 from configs import dqn_actorq
-from experiments import pull_period_ablation, qat_sweep, table2
+from experiments import pull_period_ablation, qat_sweep, table2, weight_distributions
 from experiments.ptq_study import ptq_study
 from launchpad_programs import study_runs
 
@@ -298,6 +298,13 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     assert all(np.isfinite(r["final_return_mean"]) for r in report["rows"])
     assert "| int4 QAT | rtn_int4 |" in md.read_text()
     assert (out / "qat.png").stat().st_size > 1000
+
+    # The weight-distribution study on the trained fp32 run: one row per layer, a plot.
+    weights_md = weight_distributions.weight_distributions([dirs[0]], tmp_path / "weights")
+    layers = json.loads((tmp_path / "weights" / "weights.json").read_text())["runs"][0]["layers"]
+    assert len(layers) == len(config.learner.hidden_sizes) + 1
+    assert all(0 < r["per_channel"]["relative_rms_error"] < 0.05 for r in layers)
+    assert "![dqn_" in weights_md.read_text()
 
     # Re-running reuses every finished run (nothing retrains).
     stamps = {d: (d / "summary.json").stat().st_mtime_ns for d in dirs}
