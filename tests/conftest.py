@@ -4,6 +4,19 @@ from __future__ import annotations
 
 import pytest
 
+# Tests that start Ray: run one at a time in one xdist worker (see addopts in pyproject.toml).
+RAY_GROUP = "ray"
+RAY_MODULES = ("test_multinode",)  # its own multi-node cluster fixture
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        uses_ray = ("ray_session" in getattr(item, "fixturenames", ())
+                    or (module is not None and module.__name__.rpartition(".")[2] in RAY_MODULES))
+        if uses_ray:
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+
 
 @pytest.fixture(scope="module")
 def ray_session():

@@ -12,4 +12,4 @@ taskset -c 0 bash -c 'while :; do :; done' &
 hog=$!
 trap 'kill "$hog" 2>/dev/null || true' EXIT
 echo "stress: pytest pinned to core 0, busy loop (pid $hog) on the same core"
-taskset -c 0 python3 -m pytest -q -p no:cacheprovider "$@"
+taskset -c 0 python3 -m pytest -q -p no:cacheprovider -n 0 "$@"

@@ -180,7 +180,7 @@ def test_dry_run_prints_table_4_and_actor_scaling(tmp_path: Path) -> None:
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "benchmarks.device_speedup", "--dry-run", f"--out_dir={out}",
-         f"--tasks={','.join(tasks)}", "--actor_counts=1,2"],
+         f"--tasks={','.join(tasks)}", "--actor_counts=1,2", "--total_minutes=1.5"],
         cwd=REPO, capture_output=True, text=True, timeout=600)
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-4000:]
