@@ -142,7 +142,7 @@ def finished_sweep_runs(out_dir: str | Path) -> list[Path]:
     report covers every seed and bit width run there, not only the last command's."""
     out = Path(out_dir)
     names = [*out.glob(f"{BASELINE}_seed*"), *out.glob("int*_qat_seed*")]
-    return sorted(p for p in names if (p / "summary.json").is_file())
+    return sorted(p.resolve() for p in names if (p / "summary.json").is_file())
 
 
 def _run_bits(config: dict[str, Any]) -> int | None:
@@ -296,7 +296,7 @@ def main(argv: list[str]) -> None:
     with bad_input():
         plan_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay)
     dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
-    everything = sorted(set(dirs) | set(finished_sweep_runs(f.out_dir)))
+    everything = sorted({Path(d).resolve() for d in [*dirs, *finished_sweep_runs(f.out_dir)]})
     print(write_qat_report(everything, f.out_dir).read_text())
 
 

@@ -290,7 +290,7 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     base = json.loads((out / "fp32_seed0" / "config.json").read_text())
     assert base["quantizer"] == "fp32" and base["learner"]["qat_bits"] is None
 
-    assert qat_sweep.finished_sweep_runs(out) == sorted(dirs)
+    assert qat_sweep.finished_sweep_runs(out) == sorted(Path(d).resolve() for d in dirs)
     md = qat_sweep.write_qat_report(dirs, out)
     report = json.loads((out / "qat.json").read_text())
     assert [r["precision"] for r in report["rows"]] == ["fp32", "int8", "int4"]
