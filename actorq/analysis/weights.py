@@ -109,7 +109,7 @@ def plot_weight_distributions(fp32: PolicyPackage, path: str | Path, title: str,
     axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
     for index, (ax, layer) in enumerate(zip(axes, layers, strict=False)):
         kernel = np.asarray(layer.kernel, np.float32).ravel()
-        lo, hi = min(float(kernel.min()), 0.0), max(float(kernel.max()), 0.0)
+        lo = min(float(kernel.min()), 0.0)
         step = affine_step(kernel, bits)
         ax.vlines(lo + step * np.arange(2**bits), 0, 1, transform=ax.get_xaxis_transform(),
                   colors="tab:red", linewidth=0.25, alpha=0.35)
