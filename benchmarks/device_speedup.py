@@ -630,16 +630,12 @@ def analyse(report_dir: Path, records: Sequence[RunRecord]) -> list[dict[str, An
 
 def eval_points(run_dir: Path) -> list[tuple[int, float]]:
     """``(actor_steps, wall_time_s)`` of each complete row of a run's ``eval.jsonl``."""
+    from actorq.metrics.loggers import read_jsonl
+
     path = run_dir / "eval.jsonl"
-    points = []
-    if path.is_file():
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-                points.append((int(row["actor_steps"]), float(row["wall_time_s"])))
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-                pass
-    return points
+    rows = read_jsonl(path) if path.is_file() else []
+    return [(int(r["actor_steps"]), float(r["wall_time_s"])) for r in rows
+            if "actor_steps" in r and "wall_time_s" in r]
 
 
 def time_to_steps(points: Sequence[tuple[int, float]], steps: int) -> float | None:
