@@ -292,9 +292,13 @@ def killed_run(tmp_path_factory) -> dict[str, Any]:
 
                 def mid_unroll() -> bool:
                     # Steps actor_0 took that are in no unroll the learner has: its adders'
-                    # partial unrolls (ENVS environments stepped together) or unrolls in flight.
+                    # partial unrolls (ENVS environments stepped together, ENVS * k steps for
+                    # k steps into the unroll) plus whole unrolls in flight (multiples of T).
+                    # Only `held % T` tells the partial part; keeping it 2 steps per environment
+                    # away from a boundary means the kill cannot land on one (a CI run killed at
+                    # k = 0, with `held` = one unroll in flight, and lost nothing).
                     held = counter.slots()[0] - T * rec.items("actor_0")
-                    return 2 * ENVS <= held <= ENVS * (T - 2)
+                    return held <= 2 * T and 2 * ENVS <= held % T <= T - 2 * ENVS
 
                 wait_for(mid_unroll, 120, "actor_0 to be mid-unroll", poll=0.001)
                 os.kill(pid, signal.SIGKILL)
