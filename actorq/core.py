@@ -136,6 +136,11 @@ class Builder(Protocol):
         """Field -> ``ArraySpec`` of one table item."""
         ...
 
+    @property
+    def frame_stack_fields(self) -> tuple[str, ...]:
+        """Table fields whose stacked frames are stored once (``Table(frame_stacks=...)``)."""
+        ...
+
     def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
         """One environment's adder."""
         ...

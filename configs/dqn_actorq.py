@@ -34,10 +34,11 @@ _PIXELS.update(dict.fromkeys(tasks_of_family("minatar"), dict(
 )))
 # Atari: the Nature DQN as CleanRL's dqn_atari.py runs it (10M steps, Adam 1e-4, batch 32, one
 # SGD step per 4 env steps, target copied every 1000 SGD steps, learning from 80k steps,
-# epsilon 1 -> 0.01 over the first 1M steps, 1-step targets). Replay: 100k transitions, not 1M:
-# frames are stored per transition (2 x 28 KB), so 1M would need 56 GB.
+# epsilon 1 -> 0.01 over the first 1M steps, 1-step targets), with its 1M-transition replay:
+# the table stores each distinct frame once (~6.9 KB per transition, ~7 GB in all; two stacks
+# per transition would be 56 GB; benchmarks/frame_replay.py).
 _PIXELS.update(dict.fromkeys(tasks_of_family("atari"), dict(
-    max_actor_steps=10_000_000, samples_per_insert=8.0, min_size=80_000, max_size=100_000,
+    max_actor_steps=10_000_000, samples_per_insert=8.0, min_size=80_000, max_size=1_000_000,
     learner=dict(torso="nature", learning_rate=1e-4, batch_size=32, sgd_steps_per_call=1,
                  target_update_period=1000, epsilon_decay_steps=1_000_000, epsilon_min=0.01,
                  epsilon_max=0.01, discount=0.99, n_step=1),

@@ -39,7 +39,8 @@ def make_builder_for(config: ml_collections.ConfigDict) -> Builder:
 
 def make_table(config: ml_collections.ConfigDict, builder: Builder) -> Table:
     """The learner's table: for the replay data path FIFO eviction, the configured rate limiter
-    (``pacing``) and the agent's sampler; for the queue data path a queue of unrolls."""
+    (``pacing``), the agent's sampler and its frame-stack fields stored once; for the queue data
+    path a queue of unrolls."""
     if builder.data_path == "queue":
         return queue_table("queue", int(config.replay.max_size), builder.replay_signature(),
                            seed=config.seed)
@@ -56,6 +57,7 @@ def make_table(config: ml_collections.ConfigDict, builder: Builder) -> Table:
         rate_limiter=make_rate_limiter(config, builder),
         max_times_sampled=config.replay.max_times_sampled,
         seed=config.seed,
+        frame_stacks=builder.frame_stack_fields,
     )
 
 

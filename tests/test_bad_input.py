@@ -74,6 +74,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("benchmarks.device_speedup", ["--actor_counts=1,x"], "actor_counts"),
     ("experiments.weight_distributions", ["--run_dirs=/tmp/nonexistent_actorq_run"],
      "nonexistent"),
+    ("benchmarks.frame_replay", ["--steps=0"], "steps"),
     ("benchmarks.learner_throughput", ["--calls=0"], "calls"),
     ("benchmarks.quantization_error", ["--quantizers=int12"], "int12"),
 ]

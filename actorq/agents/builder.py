@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import dm_env
 import numpy as np
 
+from actorq.envs.base import STACKED_FRAMES
 from actorq.agents.transitions import learner_batches, transition_signature
 from actorq.core import Adder, DataPath, Exploration, Learner
 from actorq.lazy_exports import import_attribute
@@ -65,6 +66,7 @@ class AgentBuilder:
                              f"{np.dtype(obs_spec.dtype).name} images of shape "
                              f"{tuple(obs_spec.shape)}")
         self.observation_shape = tuple(int(v) for v in obs_spec.shape)
+        self.stacked_frames = getattr(obs_spec, "name", None) == STACKED_FRAMES
         if self.pixel_observations:  # before anything runs: the torso must read these
             check_torso_fits(config.torso, self.observation_shape if self.pixels else None)
         # What one integer code of a pixel observation is worth: 1 / the spec's maximum (1/255
@@ -147,6 +149,15 @@ class AgentBuilder:
     def replay_signature(self) -> dict[str, ArraySpec]:
         """Field -> ``ArraySpec`` of one table item."""
         return transition_signature(self.observation_spec, self.action_spec)
+
+    @property
+    def frame_stack_fields(self) -> tuple[str, ...]:
+        """Replay fields whose frames the table stores once: a transition's observation and
+        next observation, when the task stacks frames (Atari). Queue items (unrolls) are
+        consumed once and keep their stacks."""
+        if self.stacked_frames and self.data_path == "replay":
+            return ("observation", "next_observation")
+        return ()
 
     def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
         """One environment's adder, writing items through ``emit``."""

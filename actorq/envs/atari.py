@@ -44,6 +44,7 @@ import gymnasium as gym
 import numpy as np
 from dm_env import specs
 
+from actorq.envs.base import STACKED_FRAMES
 from actorq.envs.gym_adapter import GymAdapter, _gym_make
 
 SCREEN_SIZE = 84
@@ -86,7 +87,7 @@ class AtariEnvironment(GymAdapter):
         # Bounded: a pixel network scales codes by 1 / maximum (actorq.agents.builder).
         self._observation_spec = specs.BoundedArray(
             (*stack_shape[1:], stack_shape[0]), np.uint8, minimum=0, maximum=255,
-            name="observation"
+            name=STACKED_FRAMES,
         )
         self._ale = env.unwrapped.ale
         self._evaluation = bool(evaluation)

@@ -21,6 +21,11 @@ import numpy as np
 from dm_env import specs
 
 
+# The observation spec's name when its last axis stacks the newest frames (Atari): consecutive
+# observations share all but one frame, which replay stores once (actorq.replay.frames).
+STACKED_FRAMES = "stacked_frames"
+
+
 class NonFiniteError(FloatingPointError):
     """An environment returned a NaN or infinite observation or reward.
 

@@ -17,12 +17,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from actorq.replay.errors import RateLimiterTimeout, TableClosedError
+from actorq.replay.frames import DenseColumn, FramePool, FrameStackColumn, stack_frames
 from actorq.replay.rate_limiters import RateLimiter, rate_limiter_from_config
 from actorq.replay.samplers import Sampler, _FifoSelector, sampler_from_config
 from actorq.replay.specs import ArraySpec, validate_batch, validate_item, validate_priorities
 
 _FORMAT = "actorq.replay.Table"
-_FORMAT_VERSION = 1
+# 2: frame-stack fields are saved as frame ids plus the distinct frames; 1 (dense fields only)
+# still restores.
+_FORMAT_VERSION = 2
+_READABLE_VERSIONS = (1, 2)
 _ITEMS_FILE = "items.npz"
 _META_FILE = "meta.json"
 # "Could this many be inserted?" answers True only for limiters that never block inserts.
@@ -92,6 +96,9 @@ class Table:
       even within one batch: Reverb samples item by item).
     * ``rate_limiter`` blocks inserts/samples (see ``actorq.replay.rate_limiters``); blocked calls
       wait up to ``timeout`` seconds (None: until the limiter or ``close()`` releases them).
+    * ``frame_stacks`` names fields whose last axis stacks frames (Atari's ``[84, 84, 4]``
+      observation and next observation). They go in and come out whole, but each distinct frame
+      is stored once, shared by every stack and item that holds it (``actorq.replay.frames``).
 
     Every method is thread-safe (one lock + condition variable).
     """
@@ -105,6 +112,7 @@ class Table:
         rate_limiter: RateLimiter,
         max_times_sampled: int = 0,
         seed: int | None = None,
+        frame_stacks: Sequence[str] = (),
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty string, got {name!r}")
@@ -134,18 +142,30 @@ class Table:
                 f"({rate_limiter.min_size_to_sample}) exceeds max_size ({max_size}); sampling "
                 "could never start"
             )
+        frame_stacks = tuple(frame_stacks)
+        unknown = sorted(set(frame_stacks) - set(signature))
+        if unknown:
+            raise ValueError(f"table {name!r}: frame_stacks names fields not in the signature: "
+                             f"{unknown}; fields: {sorted(signature)}")
+        frames = {(signature[f].shape[:-1], signature[f].dtype) for f in frame_stacks}
+        if len(frames) > 1 or any(len(signature[f].shape) < 2 for f in frame_stacks):
+            raise ValueError(f"table {name!r}: frame_stacks fields must be [*frame, stack] with "
+                             "one frame shape and dtype, got "
+                             + ", ".join(f"{f}: {signature[f]}" for f in frame_stacks))
         self._name = name
         self._max_size = int(max_size)
         self._signature: dict[str, ArraySpec] = dict(signature)
+        self._frame_stacks = frame_stacks
         self._sampler = sampler
         self._rate_limiter = rate_limiter
         self._max_times_sampled = int(max_times_sampled)
         self._rng = np.random.default_rng(seed)
         self._cond = threading.Condition(threading.Lock())
         self._closed = False
-        # np.zeros maps pages lazily, so a large, mostly empty table costs little memory.
-        self._data = {
-            f: np.zeros((self._max_size, *s.shape), dtype=s.dtype)
+        self._frames = FramePool(*frames.pop()) if frames else None
+        self._columns: dict[str, DenseColumn | FrameStackColumn] = {
+            f: (FrameStackColumn(s, self._max_size, self._frames) if f in frame_stacks
+                else DenseColumn(s, self._max_size))
             for f, s in self._signature.items()
         }
         self._slot_key = np.full(self._max_size, -1, dtype=np.int64)
@@ -155,6 +175,8 @@ class Table:
         self._reset_state()
 
     def _reset_state(self) -> None:
+        if self._frames is not None:
+            self._frames.clear()
         self._slot_key.fill(-1)
         self._priority.fill(0.0)
         self._times_sampled.fill(0)
@@ -198,6 +220,11 @@ class Table:
     def max_times_sampled(self) -> int:
         """Items are removed after this many samples (0: never)."""
         return self._max_times_sampled
+
+    @property
+    def frame_stacks(self) -> tuple[str, ...]:
+        """Fields stored as shared frames."""
+        return self._frame_stacks
 
     @property
     def size(self) -> int:
@@ -372,7 +399,7 @@ class Table:
             # Single items (the adder path): scalar indexing is several times cheaper.
             slot, key = self._free.pop(), self._next_key
             for f, a in rows.items():
-                self._data[f][slot] = a[0]
+                self._columns[f].write_one(slot, a[0])
             self._slot_key[slot] = key
             self._priority[slot] = priorities[0]
             self._times_sampled[slot] = 0
@@ -384,7 +411,7 @@ class Table:
             return [key]
         slots = np.array([self._free.pop() for _ in range(k)], dtype=np.int64)
         for f, a in rows.items():
-            self._data[f][slots] = a
+            self._columns[f].write(slots, a)
         keys = list(range(self._next_key, self._next_key + k))
         self._slot_key[slots] = keys
         self._priority[slots] = priorities
@@ -405,6 +432,8 @@ class Table:
         key = int(self._slot_key[slot])
         del self._order[key]
         self._selector.delete(slot)
+        for column in self._columns.values():
+            column.release(slot)
         if self._max_times_sampled:
             self._allowance -= self._max_times_sampled - int(self._times_sampled[slot])
         self._slot_key[slot] = -1
@@ -488,7 +517,7 @@ class Table:
         return SampleBatch(
             keys=keys.astype(np.int64, copy=False),
             probabilities=probs.astype(np.float64, copy=False),
-            data={f: buf[slots] for f, buf in self._data.items()},
+            data={f: column.read(slots) for f, column in self._columns.items()},
             priorities=prios,
             table_size=table_size,
         )
@@ -546,7 +575,16 @@ class Table:
                 "rate_limiter": self._rate_limiter.config(),
                 "signature": {f: s.to_json() for f, s in self._signature.items()},
                 "closed": self._closed,
+                **self._frame_info_locked(),
             }
+
+    def _frame_info_locked(self) -> dict[str, Any]:
+        if self._frames is None:
+            return {}
+        stacks = len(self._order) * sum(self._signature[f].shape[-1] for f in self._frame_stacks)
+        return {"frame_stacks": list(self._frame_stacks), "stored_frames": self._frames.live,
+                "stacked_frames": stacks,
+                "frame_bytes": self._frames.live * self._frames.frame_bytes}
 
     def peek(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
         """Up to ``n`` items drawn uniformly without replacement, for monitoring: not a sample
@@ -555,7 +593,7 @@ class Table:
             slots = np.array(list(self._order.values()), dtype=np.int64)
             if len(slots) > n:
                 slots = np.sort(np.random.default_rng(seed).choice(slots, n, replace=False))
-            return {f: buf[slots].copy() for f, buf in self._data.items()}
+            return {f: column.read(slots).copy() for f, column in self._columns.items()}
 
     def snapshot(self) -> dict[str, Any]:
         """A consistent copy of the contents, in insertion order (for inspection and tests).
@@ -569,7 +607,7 @@ class Table:
                 "keys": self._slot_key[slots].copy(),
                 "priorities": self._priority[slots].copy(),
                 "times_sampled": self._times_sampled[slots].copy(),
-                "data": {f: buf[slots] for f, buf in self._data.items()},
+                "data": {f: column.read(slots) for f, column in self._columns.items()},
             }
 
     def __repr__(self) -> str:
@@ -590,7 +628,17 @@ class Table:
         with self._cond:
             keys = list(self._order.keys())
             slots = np.array(list(self._order.values()), dtype=np.int64)
-            arrays = {f"field_{i}": buf[slots] for i, buf in enumerate(self._data.values())}
+            arrays = {f"field_{i}": column.read(slots)
+                      for i, (f, column) in enumerate(self._columns.items())
+                      if f not in self._frame_stacks}
+            if self._frames is not None:
+                # The distinct frames of the items, once, and each stack as indices into them.
+                ids = {f: self._columns[f].ids(slots) for f in self._frame_stacks}
+                used = np.unique(np.concatenate([i.reshape(-1) for i in ids.values()]))
+                arrays["frames"] = self._frames.gather(used)
+                for i, f in enumerate(self._columns):
+                    if f in ids:
+                        arrays[f"field_{i}"] = np.searchsorted(used, ids[f])
             meta: dict[str, Any] = {
                 "format": _FORMAT,
                 "version": _FORMAT_VERSION,
@@ -599,7 +647,8 @@ class Table:
                 "max_times_sampled": self._max_times_sampled,
                 "remover": "fifo",  # kept in the format: Reverb's name for the eviction rule
                 "signature": {f: s.to_json() for f, s in self._signature.items()},
-                "fields": {f"field_{i}": f for i, f in enumerate(self._data)},
+                "fields": {f"field_{i}": f for i, f in enumerate(self._columns)},
+                "frame_stacks": list(self._frame_stacks),
                 # Items in insertion order ("order"); the arrays below are aligned with it.
                 "keys": keys,
                 "slots": slots.tolist(),
@@ -629,8 +678,9 @@ class Table:
     def _read_checkpoint(directory: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         with open(os.path.join(directory, _META_FILE), encoding="utf-8") as f:
             meta = json.load(f)
-        if meta.get("format") != _FORMAT or meta.get("version") != _FORMAT_VERSION:
-            raise ValueError(f"{directory}: not an {_FORMAT} v{_FORMAT_VERSION} checkpoint")
+        if meta.get("format") != _FORMAT or meta.get("version") not in _READABLE_VERSIONS:
+            raise ValueError(f"{directory}: not an {_FORMAT} checkpoint of version "
+                             f"{' or '.join(map(str, _READABLE_VERSIONS))}")
         with np.load(os.path.join(directory, _ITEMS_FILE), allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
         if str(arrays.pop("checkpoint_id", "")) != meta["checkpoint_id"]:
@@ -677,8 +727,19 @@ class Table:
             problems.append("bad keys")
         if counters["num_inserts"] - counters["num_deletes"] != n:
             problems.append("counters inconsistent with size")
+        saved_frames = arrays.get("frames")
+        saved_stacks = set(meta.get("frame_stacks", ()))
         for f, spec in self._signature.items():
-            if f not in data or data[f].shape != (n, *spec.shape) or data[f].dtype != spec.dtype:
+            if f not in data:
+                problems.append(f"no data for field {f!r}")
+            elif f in saved_stacks:
+                ids = data[f]
+                if (saved_frames is None or saved_frames.shape[1:] != spec.shape[:-1]
+                        or saved_frames.dtype != spec.dtype or ids.shape != (n, spec.shape[-1])
+                        or ids.dtype.kind not in "iu"
+                        or (ids.size and not 0 <= ids.min() <= ids.max() < len(saved_frames))):
+                    problems.append(f"bad frames for field {f!r}")
+            elif data[f].shape != (n, *spec.shape) or data[f].dtype != spec.dtype:
                 problems.append(f"bad data for field {f!r}")
         if problems:
             raise ValueError(f"{directory}: invalid checkpoint: " + "; ".join(problems))
@@ -692,8 +753,19 @@ class Table:
             free = list(range(self._max_size - 1, n - 1, -1))
         with self._cond:
             self._reset_state()
-            for f, buf in self._data.items():
-                buf[slots] = data[f]
+            pool_ids = None
+            if saved_frames is not None and self._frames is not None:
+                pool_ids = np.array([self._frames.add(frame) for frame in saved_frames],
+                                    dtype=np.int64)
+            for f, column in self._columns.items():
+                if f not in saved_stacks:
+                    column.write(slots, data[f])
+                elif isinstance(column, FrameStackColumn) and pool_ids is not None:
+                    column.write_ids(slots, pool_ids[data[f]])
+                else:
+                    column.write(slots, stack_frames(saved_frames[data[f]]))
+            if pool_ids is not None:
+                self._frames.release(pool_ids)  # the items hold their own references now
             self._slot_key[slots] = keys
             self._priority[slots] = prios
             self._times_sampled[slots] = times
@@ -737,6 +809,7 @@ class Table:
                           if rate_limiter is None else rate_limiter),
             max_times_sampled=int(meta["max_times_sampled"]),
             seed=seed,
+            frame_stacks=tuple(meta.get("frame_stacks", ())),
         )
         return table._restore_into(directory)
 
