@@ -96,7 +96,10 @@ def corrected_biases(kernels: list[np.ndarray], package: PolicyPackage,
             # 2048 x 2048 kernels is what costs on the paper policy.
             y = None if last else x @ kernel
             float_part = mean_input @ kernel if last else y.mean(axis=0)
-            shift = (mean_input @ layer.kernel) * layer.kernel_scale - float_part
+            # einsum reads the int8 kernel as it is; `@` would first copy it to float (3x the
+            # time on the paper policy's 2048 x 2048 layers).
+            integer_part = np.einsum("i,ij->j", mean_input, layer.kernel)
+            shift = integer_part * layer.kernel_scale - float_part
             bias = (bias - shift).astype(np.float32)
             if not last:
                 x = activation(y + layer.bias)
