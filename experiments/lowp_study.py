@@ -424,6 +424,9 @@ def _run_table(rows: Sequence[dict[str, Any]], first: str) -> list[str]:
 def markdown(report: dict[str, Any]) -> str:
     """The ``lowp.md`` report from :func:`build_report`'s dictionary."""
     main_rows, variants = report["main"]["runs"], report["main"]["variants"]
+    ablation = report["ablation"] or {"seed": None, "max_actor_steps": 0, "runs": []}
+    ablation_budget = (f"ablation budget {ablation['max_actor_steps']:,}" if ablation["runs"]
+                       else "no ablation")
     lines = [
         "# Low-precision SAC (Björck et al. 2021): precision, fixes, ablation, memory",
         "",
@@ -432,8 +435,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"Machine: {report['machine']}",
         "",
         f"Task: {report['agent']} {report['task']}; main budget "
-        f"{report['main']['max_actor_steps']:,} actor (env) steps, ablation budget "
-        f"{report['ablation']['max_actor_steps']:,}; actors run `{report['quantizer']}` "
+        f"{report['main']['max_actor_steps']:,} actor (env) steps, {ablation_budget}; "
+        f"actors run `{report['quantizer']}` "
         "packages (eval_return scores those).",
     ]
     if report.get("note"):
@@ -468,8 +471,7 @@ def markdown(report: dict[str, Any]) -> str:
             f"{v['diverged']} | {final} | {_pm(v['best_mean'], v['best_std'])} | {rel} | "
             f"{within} | {v['wall_time_s_mean']:.0f} |")
 
-    ablation = report["ablation"]
-    lines += [
+    lines += [] if not ablation["runs"] else [
         "",
         f"## Ablation: fp16 with all fixes but one (seed {ablation['seed']}, "
         f"{ablation['max_actor_steps']:,} actor steps)",
@@ -587,7 +589,8 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                  note: str = "") -> dict[str, Any]:
     """Runs (or reuses) everything and returns the report dictionary (``lowp.json``)."""
     main_rows = run_main_table(config, variants, seeds, out_dir, reuse)
-    ablation_rows = run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse)
+    ablation_rows = (run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse)
+                     if ablation_steps else [])
     nbytes = bytes_table(config)
     report: dict[str, Any] = {
         "command": command,
@@ -603,8 +606,8 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
             "runs": main_rows,
             "variants": summarize_variants(main_rows),
         },
-        "ablation": {"seed": ablation_seed, "max_actor_steps": ablation_steps,
-                     "runs": ablation_rows},
+        "ablation": ({"seed": ablation_seed, "max_actor_steps": ablation_steps,
+                      "runs": ablation_rows} if ablation_steps else None),
         "bytes": nbytes,
     }
     if actorq_comparison:
@@ -661,7 +664,9 @@ def main(argv: list[str]) -> None:
         variants = parse_variants(_VARIANTS.value)
         seeds = parse_ints(_SEEDS.value, "seeds")
         steps = _ABLATION_STEPS.value or int(config.max_actor_steps) // 2
-        if steps < 1:
+        if not _ABLATION.value:
+            steps = 0
+        elif steps < 1:
             raise ValueError("--ablation_steps must be >= 1")
         if _ABLATION_SEED.value < 0:
             raise ValueError(f"--ablation_seed must be >= 0, got {_ABLATION_SEED.value}")
@@ -683,6 +688,7 @@ if __name__ == "__main__":
     _ABLATION_SEED = flags.DEFINE_integer("ablation_seed", 0, "the ablation's seed")
     _ABLATION_STEPS = flags.DEFINE_integer(
         "ablation_steps", 0, "the ablation's actor-step budget (0: half of max_actor_steps)")
+    _ABLATION = flags.DEFINE_bool("ablation", True, "run the one-fix-removed ablation")
     _OUT_DIR = flags.DEFINE_string("out_dir", None, "where runs and the report go",
                                    required=True)
     _REUSE = flags.DEFINE_bool("reuse", True, "reuse finished (or failed) runs in out_dir and "

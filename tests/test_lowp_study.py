@@ -186,6 +186,12 @@ def test_run_rows_variants_and_report(tmp_path):
     assert saved["main"]["variants"]["fp16_naive"]["final_mean"] is None
     assert saved["main"]["runs"][2]["status"] == "failed"
 
+    # --noablation: no ablation section, the rest as before.
+    without = lowp_study.write_report({**report, "ablation": None}, tmp_path / "no_ablation")
+    text = without.read_text()
+    assert "## Ablation" not in text and "minus_hadam" not in text
+    assert "| fp16_fixed | fp16 | all | 2 | 0 | 0 | 850.0 ± 28.3 |" in text
+
 
 def test_a_raising_run_is_recorded_and_not_rerun(tmp_path, monkeypatch):
     calls = []
