@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import ml_collections
 
-from configs.common import base_config
+from actorq.agents.sac.config import SACConfig
+from configs.common import base_config, learner_fields
 
 # task -> actor (= environment) steps. No action repeat, so these are ~2x the agent steps of the
 # published SAC curves in docs (tdmpc2 results, action repeat 2) where those reach most of
@@ -50,30 +51,9 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     config.launcher = "single"
     config.num_actors = 1
     config.eval_every_steps = 10_000
-    config.learner = ml_collections.ConfigDict(
-        {
-            "policy_hidden_sizes": (256, 256),
-            "critic_hidden_sizes": (256, 256),
-            "policy_learning_rate": 3e-4,
-            "critic_learning_rate": 3e-4,
-            "alpha_learning_rate": 3e-4,
-            "batch_size": 256,
-            "n_step": 1,
-            "discount": 0.99,
-            "tau": 0.005,
-            "initial_temperature": 0.1,
-            "target_entropy": ml_collections.FieldReference(None, field_type=float),
-            "log_std_min": -5.0,
-            "log_std_max": 2.0,
-            "sgd_steps_per_call": 4,
-            "precision": "fp32",
-            "lowp_fixes": "all",
-            "loss_scale_init": 1e4,
-            "loss_scale_increase_every": 10_000,
-            "qat_bits": ml_collections.FieldReference(None, field_type=int),
-            "qat_delay_steps": 0,
-        }
-    )
+    # The learner's defaults live in SACConfig (256 x 256, Haarnoja et al.'s rates and tau); the
+    # preset takes 4 SGD steps per learner call.
+    config.learner = learner_fields(SACConfig, sgd_steps_per_call=4)
     config.replay.rate_limiter = "ratio"
     config.replay.max_times_sampled = 0  # the ratio rate limiter requires it
     config.replay.min_size = 1_000

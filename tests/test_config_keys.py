@@ -76,3 +76,23 @@ def test_the_strict_get_catches_an_undefined_key(strict_get):
     config = dqn_actorq.get_config("cartpole_small")
     assert config.get("no_such_field", 3) == 3
     assert strict_get == ["no_such_field"]
+
+
+@pytest.mark.parametrize("agent", ["a2c", "d4pg", "ddpg", "dqn", "ppo", "sac"])
+def test_every_preset_defines_every_learner_field(agent):
+    """A preset's ``learner`` section holds exactly the agent config's fields: a field missing from
+    it could not be set from the command line or by a study (the CLI locks the config; the SAC
+    presets once lacked ``master_weights``, so ``lowp_study --variants=fp16_amp`` failed)."""
+    import dataclasses
+    import importlib
+
+    from actorq.agents.registry import _AGENTS
+
+    module = importlib.import_module(f"configs.{agent}_actorq")
+    fields = {f.name for f in dataclasses.fields(_AGENTS[agent][0])}
+    presets = [p for name in ("PRESETS", "SMALL", "CPU", "_PIXELS")
+               for p in getattr(module, name, ())]
+    assert presets
+    for preset in dict.fromkeys(presets):
+        learner = set(module.get_config(preset).learner)
+        assert learner == fields, (preset, sorted(fields - learner), sorted(learner - fields))

@@ -20,7 +20,6 @@ import dm_env
 import numpy as np
 from dm_env import specs
 
-
 # The observation spec's name when its last axis stacks the newest frames (Atari): consecutive
 # observations share all but one frame, which replay stores once (actorq.replay.frames).
 STACKED_FRAMES = "stacked_frames"
