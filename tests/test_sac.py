@@ -231,16 +231,18 @@ def _amp_learner(loss_scale_init: float) -> SACLearner:
 
 def test_mixed_precision_keeps_fp32_weights_and_scales_the_fp16_backward_pass():
     """The mixed-precision baseline: every stored float is fp32, but the backward pass runs in
-    fp16: a loss scale of 1e9 overflows fp16 (it would not overflow fp32), so the first steps are
-    skipped with the weights unchanged and the scale halves until steps go through; then the
-    scale doubles after each 2 clean steps."""
+    fp16: a loss scale of 1e9 overflows fp16 (it would not overflow fp32), so the networks'
+    first steps are skipped with their weights unchanged and the scale halves until steps go
+    through; then the scale doubles after each 2 clean steps."""
     with pytest.raises(ValueError, match="master_weights"):
         SACConfig(precision="fp32", master_weights=True)
     learner = _amp_learner(1e9)
     initial = learner.state()
     assert {x.dtype for x in _float_leaves(initial)} == {jnp.dtype(jnp.float32)}
     metrics = learner.step()
-    assert metrics["skipped_steps"] == 3  # critic, policy and temperature all overflowed
+    # The critic and the policy overflowed in their fp16 backward passes; the temperature's loss
+    # has no network in it, so it runs in fp32 and its step goes through.
+    assert metrics["skipped_steps"] == 2
     assert metrics["loss_scale"] == 5e8 and metrics["nonfinite"] == 0
     unchanged = jax.tree.map(np.array_equal, learner.state()["critic_params"],
                              initial["critic_params"])
@@ -253,6 +255,23 @@ def test_mixed_precision_keeps_fp32_weights_and_scales_the_fp16_backward_pass():
     assert {x.dtype for x in _float_leaves(state)} == {jnp.dtype(jnp.float32)}
     assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, state["critic_params"],
                                                 initial["critic_params"])))
+
+
+def test_mixed_precision_computes_losses_in_fp32():
+    """As autocast: the networks run in fp16 but the losses and their reductions in fp32, so a
+    TD error of ~300 (squared: 9e4, past fp16's 65504) gives a finite critic loss and a step
+    that goes through at loss scale 1."""
+    config = SACConfig(
+        policy_hidden_sizes=HIDDEN, critic_hidden_sizes=HIDDEN, batch_size=B,
+        sgd_steps_per_call=1, precision="fp16", lowp_fixes="loss_scaling", master_weights=True,
+        loss_scale_init=1.0, loss_scale_increase_every=1000,
+    )
+    batch = {k: v[:1] for k, v in _batch(0.0).items()}
+    batch["reward"] = np.full_like(batch["reward"], 300.0)
+    amp = SACLearner(make_networks(config, OBS, ACT), config, itertools.repeat(batch), seed=0)
+    metrics = amp.step()
+    assert np.isfinite(metrics["critic_loss"]) and metrics["critic_loss"] > 65504
+    assert metrics["skipped_steps"] == 0 and metrics["nonfinite"] == 0
 
 
 def _stub_policy(mean: float, log_std: float, dtype):

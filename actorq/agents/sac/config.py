@@ -52,11 +52,12 @@ class SACConfig:
     SAC uses).
 
     ``master_weights=True`` is supervised learning's mixed precision instead (Micikevicius et
-    al., 2018): parameters, targets and optimizer state stay fp32, every loss and its gradients
-    are computed in ``precision``, and the fp32 update comes from gradients of the loss times a
-    dynamic loss scale (with ``lowp_fixes="loss_scaling"``: halved and the step skipped on
-    overflow, doubled after ``loss_scale_increase_every`` clean steps). Björck et al. report
-    that such adaptations fail for SAC; this is the baseline to check it.
+    al., 2018): parameters, targets and optimizer state stay fp32, the networks' forward and
+    backward passes run in ``precision`` while the losses, their reductions and the
+    log-probabilities run in fp32 (as autocast does), and the fp32 update comes from gradients
+    of the loss times a dynamic loss scale (with ``lowp_fixes="loss_scaling"``: halved and the
+    step skipped on overflow, doubled after ``loss_scale_increase_every`` clean steps). Björck
+    et al. report that such adaptations fail for SAC; this is the baseline to check it.
     """
 
     policy_hidden_sizes: tuple[int, ...] = (256, 256)

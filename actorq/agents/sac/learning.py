@@ -14,10 +14,12 @@ With every fix off this is naive low-precision SAC (textbook Adam with its buffe
 dtype, eps rounding to 0 in fp16), the configuration Björck et al. show diverging. In fp32 the
 fixes do not apply (see :class:`~actorq.agents.sac.config.SACConfig`).
 
-With ``master_weights`` (supervised learning's mixed precision, the baseline Björck et al.
-compare against) every stored float is fp32 instead, and each loss casts the parameters and the
-batch to the compute dtype, so its forward and backward passes run there; the gradients reach
-the fp32 parameters through the casts.
+With ``master_weights`` (supervised learning's mixed precision, Micikevicius et al. 2018, the
+baseline Björck et al. compare against) every stored float is fp32 instead. Each network call
+casts its parameters and inputs to the compute dtype and its outputs back to fp32, so the
+networks' forward and backward passes run in fp16 while the losses, their reductions and the
+policy's log-probability run in fp32, as autocast does; the gradients reach the fp32 parameters
+through the casts, scaled by the dynamic loss scale.
 
 The whole update, ``sgd_steps_per_call`` SGD steps, is one jitted function (a ``lax.scan``).
 """
@@ -243,20 +245,23 @@ class SACLearner(ReplayLearner):
         self._steps = 0
 
     def _in_compute_dtype(self, apply: Callable) -> Callable:
-        """``apply`` with its parameters cast to the compute dtype (a no-op unless
-        master_weights: then the cast is inside the differentiated function)."""
+        """``apply`` run in the compute dtype, its outputs in the storage dtype (a no-op unless
+        master_weights: then the casts are inside the differentiated function)."""
         if self._compute_dtype == self._dtype:
             return apply
-        dtype = self._compute_dtype
-        return lambda params, *inputs: apply(cast_tree(params, dtype), *inputs)
+        compute, storage = self._compute_dtype, self._dtype
+        return lambda params, *inputs: cast_tree(
+            apply(cast_tree(params, compute), *cast_tree(inputs, compute)), storage)
 
     def _sampler(self, policy_apply: Callable) -> Sampler:
         return functools.partial(
             sample_action,
             self._in_compute_dtype(policy_apply),
             log_std_bounds=(self._config.log_std_min, self._config.log_std_max),
-            softplus_fix=self._fixes.softplus_fix or self._config.precision == "fp32",
-            normal_fix=self._fixes.normal_fix or self._config.precision == "fp32",
+            # Where the log-probability runs in fp32 (an fp32 learner, or master_weights) it
+            # takes the stable forms, as fp32 SAC implementations do.
+            softplus_fix=self._fixes.softplus_fix or self._dtype == jnp.float32,
+            normal_fix=self._fixes.normal_fix or self._dtype == jnp.float32,
         )
 
     def _update(self, policy, state: TrainingState, batches: Batch):
@@ -266,11 +271,11 @@ class SACLearner(ReplayLearner):
         # critic's target keeps the unquantized policy (as D4PG's target policy does).
         target_sample = self._sampler(self._networks.policy.apply)
         online_sample = self._sampler(policy.apply)
-        batches = cast_tree(batches, self._compute_dtype)
+        batches = cast_tree(batches, self._dtype)
 
         def one_step(state: TrainingState, batch: Batch):
             key, critic_key, actor_key = jax.random.split(state.key, 3)
-            alpha = jnp.exp(state.log_alpha).astype(self._compute_dtype)
+            alpha = jnp.exp(state.log_alpha).astype(self._dtype)
 
             c_loss, q_mean, c_grads = value_and_scaled_grad(
                 lambda p: critic_loss(target_sample, critic_apply, p, state.target_critic_params,
@@ -291,7 +296,7 @@ class SACLearner(ReplayLearner):
             )
 
             t_loss, _, t_grads = value_and_scaled_grad(
-                lambda la: (temperature_loss(la.astype(self._compute_dtype), log_pi,
+                lambda la: (temperature_loss(la.astype(self._dtype), log_pi,
                                              self._target_entropy), None),
                 state.log_alpha, state.alpha_opt_state.loss_scale,
             )
