@@ -138,9 +138,8 @@ def test_presets_and_overrides():
     assert (config.launcher, config.num_actors) == ("local", 4)
     small = dqn_actorq.get_config("cartpole_small")
     assert (small.launcher, small.num_actors) == ("single", 1)
-    # D4PG's CPU presets keep the observation layer in fp32 (measured in the README's PTQ tables);
-    # the paper presets quantize every layer, as the paper did.
-    assert d4pg_actorq.get_config("cheetah_run_cpu").quantizer == "fp32in_int8"
+    # Every preset runs the default int8 recipe: no per-task layer stays fp32 (docs/ptq.md).
+    assert d4pg_actorq.get_config("cheetah_run_cpu").quantizer == "int8"
     assert config.quantizer == "int8"
     with pytest.raises(ValueError, match="cartpole_balance"):
         d4pg_actorq.get_config("walker_run")
