@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 import dm_env
 import numpy as np
 
-from actorq.envs.base import STACKED_FRAMES
 from actorq.agents.transitions import learner_batches, transition_signature
 from actorq.core import Adder, DataPath, Exploration, Learner
+from actorq.envs.base import STACKED_FRAMES
 from actorq.lazy_exports import import_attribute
 from actorq.networks.sizes import check_torso_fits
 from actorq.replay.adders import NStepTransitionAdder
