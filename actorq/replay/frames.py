@@ -143,9 +143,6 @@ class DenseColumn:
     def release(self, slot: int) -> None:
         del slot  # rows are overwritten on reuse
 
-    def clear(self) -> None:
-        pass
-
 
 class FrameStackColumn:
     """A field whose last axis stacks frames (``[..., stack]``), kept as frame ids into a
@@ -184,9 +181,6 @@ class FrameStackColumn:
     def release(self, slot: int) -> None:
         # The ids stay: a draw that removes an item still gathers its frames afterwards.
         self.pool.release(self._ids[slot])
-
-    def clear(self) -> None:
-        pass  # the pool is cleared once by the table
 
 
 def stack_frames(frames: np.ndarray) -> np.ndarray:
