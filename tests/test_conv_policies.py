@@ -228,3 +228,129 @@ def test_a_minatar_run_goes_through_the_whole_pipeline_in_uint8(agent, tmp_path)
     assert row["evaluations"] == 3 and row["package_bytes"] < 140_000  # int8: ~4x under fp32
     saved = json.loads((tmp_path / agent / "config.json").read_text())
     assert saved["learner"]["torso"] == "minatar"
+
+
+# --------------------------------------------------------------- static codes (the int8 recipe)
+
+
+def _calibrated(policy):
+    net, params, frames = policy
+    half = len(frames) // 2
+    package = q.make_quantizer("int8").with_calibration(frames[:half]).quantize(params, net, 3)
+    return net, params, frames, PolicyPackage.from_bytes(package.to_bytes())
+
+
+@pytest.mark.parametrize("policy", ["minatar_policy", "nature_policy"])
+def test_calibrated_int8_puts_static_codes_between_the_convolutions(policy, request):
+    """With calibration frames the recipe gives every layer after a convolution a static code
+    scale: the fp32 network's largest ReLU output over those frames / 255. Every runtime computes
+    the reference on other frames, and the package stays as close to the float network as the
+    dynamic round-to-nearest one."""
+    from actorq.quantization.recipe import static_code_scales
+    from actorq.networks.mlp import mlp_layers
+
+    net, params, frames, package = _calibrated(request.getfixturevalue(policy))
+    convs = len(net.conv_layers)
+    assert [layer.input_code_scale is not None for layer in package.layers] == (
+        [False] + [True] * convs + [False] * (len(package.layers) - convs - 1))
+    expected = static_code_scales(mlp_layers(params)[:convs],
+                                  [layer.strides for layer in package.layers[:convs]],
+                                  frames[:len(frames) // 2], package.input_scale)
+    assert [float(layer.input_code_scale[0]) for layer in package.layers[1:convs + 1]] == (
+        [float(s) for s in expected])
+    assert package.code_scales()[0] == package.input_scale
+    flax_outputs = np.asarray(net.apply(params, frames))
+    reference = q.make_reference_forward(package)(frames)
+    rtn = q.make_reference_forward(q.make_quantizer("rtn_int8").quantize(params, net, 3))(frames)
+    scale = float(np.abs(flax_outputs).max())
+    assert np.abs(reference - flax_outputs).max() <= 0.05 * scale
+    assert np.abs(reference - flax_outputs).mean() <= 1.5 * np.abs(rtn - flax_outputs).mean()
+    for name in RUNTIMES:
+        runtime = make_policy_runtime(name)
+        runtime.load(package)
+        for batch in (frames, frames[:1]):
+            np.testing.assert_allclose(runtime(batch), reference[: len(batch)], rtol=1e-5,
+                                       atol=1e-5 * scale, err_msg=f"{policy} {name}")
+
+
+def test_onnx_runtime_runs_static_codes_on_qlinearconv(nature_policy):
+    from actorq.runtime.onnx_runtime import build_graph, requantizing_layers
+
+    _, _, _, package = _calibrated(nature_policy)
+    assert requantizing_layers(package) == {0, 1, 2}
+    ops = [node.op_type for node in build_graph(package)[0].graph.node]
+    assert ops.count("QLinearConv") == 3 and "ConvInteger" not in ops
+
+
+def test_static_codes_are_the_hand_computed_requantization():
+    """A 1x1 convolution of two channels: codes = clip(round((acc + round(bias / (s_x * s_w)))
+    * s_x * s_w / s_y), 0, 255), rounding half to even; the clip at 0 is the ReLU."""
+    from actorq.quantization.numerics import requantize_codes, requantize_constants
+
+    kernel_scale = np.array([0.5, 0.25], np.float32)
+    bias = np.array([1.0, -1.0], np.float32)  # 2 and -4 bias codes at s_x = 1
+    bias_codes, multiplier = requantize_constants(1.0, kernel_scale, bias, 0.25)
+    np.testing.assert_array_equal(bias_codes, [2, -4])
+    np.testing.assert_array_equal(multiplier, [2.0, 1.0])
+    acc = np.array([[1, 3], [-9, 100], [200, 300]], np.int32)
+    # (1+2)*2 = 6, (3-4)*1 = -1 -> 0; (-9+2)*2 -> 0, 96; (202)*2 = 404 -> 255, 296 -> 255
+    np.testing.assert_array_equal(requantize_codes(acc, bias_codes, multiplier),
+                                  [[6, 0], [0, 96], [255, 255]])
+    # Half to even: 2.5 -> 2, 3.5 -> 4.
+    half = requantize_codes(np.array([[5, 7]], np.int32), np.zeros(2, np.int32),
+                            np.float32([0.5, 0.5]))
+    np.testing.assert_array_equal(half, [[2, 4]])
+    # Through the package: a pixel conv whose next layer reads static codes.
+    conv = ConvParams(np.array([[[[2, -1]]]], np.int8), bias, kernel_scale)
+    dense = DenseParams(np.ones((2, 1), np.int8), np.zeros(1, np.float32),
+                        np.ones(1, np.float32), input_code_scale=np.array([0.25], np.float32))
+    package = PolicyPackage("int8", 1, (conv, dense), activation_bits=8, input_shape=(1, 1, 1),
+                            input_scale=1.0)
+    got = q.make_reference_forward(package)(np.array([[[[3]]]], np.uint8))
+    # acc = (6, -3): codes ((6+2)*2, (-3-4)*1 -> 0) = (16, 0); dense: (16 + 0) * 0.25 * 1
+    np.testing.assert_array_equal(got, [[4.0]])
+    for name in RUNTIMES:
+        runtime = make_policy_runtime(name)
+        runtime.load(package)
+        np.testing.assert_array_equal(runtime(np.array([[[[3]]]], np.uint8)), [[4.0]])
+
+
+def test_static_codes_round_trip_and_misplaced_scales_are_refused(monkeypatch):
+    from actorq.quantization import package as package_module
+
+    conv = ConvParams(np.ones((3, 3, 4, 8), np.int8), np.zeros(8, np.float32),
+                      np.ones(8, np.float32))
+    dense = DenseParams(np.ones((512, 3), np.int8), np.zeros(3, np.float32),
+                        np.ones(3, np.float32), input_code_scale=np.array([0.1], np.float32))
+    package = PolicyPackage("int8", 1, (conv, dense), activation_bits=8,
+                            input_shape=(10, 10, 4), input_scale=1.0)
+    data = package.to_bytes()
+    back = PolicyPackage.from_bytes(data)
+    assert back.code_scales() == (1.0, pytest.approx(0.1))
+    assert back.to_bytes() == data
+    monkeypatch.setattr(package_module, "READABLE_FORMATS", (1, 2, 3, 4, 5, 6))
+    with pytest.raises(PackageError, match=f"unsupported package format {FORMAT_VERSION}"):
+        PolicyPackage.from_bytes(data)
+    monkeypatch.undo()
+    import dataclasses
+
+    for bad, match in (
+        (dict(activation_bits=4), "8-bit"),
+        (dict(unsigned_activations=True), "8-bit"),
+        (dict(activation="tanh"), "ReLU"),
+    ):
+        with pytest.raises(PackageError, match=match):
+            dataclasses.replace(package, **bad)
+    with pytest.raises(PackageError, match="one positive float"):
+        dataclasses.replace(package, layers=(conv, dataclasses.replace(
+            dense, input_code_scale=np.array([0.0], np.float32))))
+    float_conv = ConvParams(np.ones((3, 3, 4, 8), np.float32), np.zeros(8, np.float32))
+    with pytest.raises(PackageError, match="after an integer convolution"):
+        dataclasses.replace(package, layers=(float_conv, dense))
+    # The convolution before must itself read static codes: a second conv on dynamic codes.
+    conv2 = ConvParams(np.ones((3, 3, 8, 8), np.int8), np.zeros(8, np.float32),
+                       np.ones(8, np.float32))
+    dense2 = dataclasses.replace(dense, kernel=np.ones((288, 3), np.int8))
+    with pytest.raises(PackageError, match="static codes"):
+        PolicyPackage("int8", 1, (conv, conv2, dense2), activation_bits=8,
+                      input_shape=(10, 10, 4), input_scale=1.0)

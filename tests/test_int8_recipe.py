@@ -13,7 +13,12 @@ import pytest
 import actorq.quantization as q
 from actorq.networks import make_policy_network, make_q_network, mlp_layers
 from actorq.quantization import package as package_module
-from actorq.quantization.package import PackageError, PolicyPackage, first_layer_inputs
+from actorq.quantization.package import (
+    FORMAT_VERSION,
+    PackageError,
+    PolicyPackage,
+    first_layer_inputs,
+)
 from actorq.quantization.recipe import RecipeIntQuantizer, corrected_biases, smoothing_factors
 from actorq.runtime.policy_runtime import make_policy_runtime
 
@@ -171,7 +176,7 @@ def test_input_smoothing_round_trips_and_old_readers_refuse_it(policy, monkeypat
     np.testing.assert_array_equal(back.input_smoothing, package.input_smoothing)
     assert back.to_bytes() == data
     monkeypatch.setattr(package_module, "READABLE_FORMATS", (1, 2, 3, 4, 5))
-    with pytest.raises(PackageError, match="unsupported package format 6"):
+    with pytest.raises(PackageError, match=f"unsupported package format {FORMAT_VERSION}"):
         PolicyPackage.from_bytes(data)
 
 

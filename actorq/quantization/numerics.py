@@ -130,3 +130,31 @@ def affine_range(x, xp=np):
     ``x`` (the dynamic range of an uncalibrated affine package)."""
     axes = tuple(range(1, x.ndim))
     return xp.min(x, axis=axes, keepdims=True), xp.max(x, axis=axes, keepdims=True)
+
+
+# Static 8-bit codes between integer convolutions: ONNX's QLinearConv requantization (what ONNX
+# Runtime's MLAS computes), so the fast fused kernel is the reference itself.
+CODE_MAX = 255
+
+
+def requantize_constants(x_scale, kernel_scale, bias, code_scale) -> tuple[np.ndarray, np.ndarray]:
+    """The int32 bias and the fp32 multiplier of a layer whose ReLU output is requantized to
+    static unsigned 8-bit codes worth ``code_scale``: ``bias_codes = round(bias / (x_scale *
+    kernel_scale))`` (0 where that product is 0; clipped to int32) and ``multiplier = x_scale *
+    kernel_scale / code_scale``, both per output channel, in fp32 in that order (QLinearConv's
+    ``X_scale * W_scale / Y_scale``)."""
+    product = (np.float32(x_scale) * np.asarray(kernel_scale, np.float32)).astype(np.float32)
+    safe = np.where(product == 0, np.float32(1), product)
+    ratio = np.where(product == 0, np.float32(0), np.asarray(bias, np.float32) / safe)
+    limit = np.float32(2.0**31 - 128)  # the largest fp32 below 2**31
+    bias_codes = np.rint(np.clip(ratio, -limit, limit)).astype(np.int32)
+    multiplier = (product / np.float32(code_scale)).astype(np.float32)
+    return bias_codes, multiplier
+
+
+def requantize_codes(acc, bias_codes, multiplier, xp=np):
+    """Static unsigned codes ``clip(round_half_even(fp32(acc + bias_codes) * multiplier), 0,
+    255)`` from an int32 accumulator; the clip at 0 is the layer's ReLU. ``xp``: numpy or
+    jax.numpy (both round half to even)."""
+    scaled = (acc + bias_codes).astype(np.float32) * multiplier
+    return xp.clip(xp.round(scaled), 0.0, float(CODE_MAX)).astype(np.uint8)

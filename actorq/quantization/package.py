@@ -34,6 +34,8 @@ import ml_dtypes
 import msgpack
 import numpy as np
 
+from actorq.quantization.numerics import requantize_constants
+
 MAGIC = b"AQPK"
 # 2: integer kernels bit-packed ("bits" in their array entry); 3: "unsigned_activations" (a
 # reader that ignored it would compute a different policy, so older readers must refuse);
@@ -41,8 +43,10 @@ MAGIC = b"AQPK"
 # 5: convolution layers, and integer-coded (pixel) observations: input_shape, input_scale.
 # 6: input_smoothing (a reader that ignored it would feed the first layer unscaled features), and
 # affine_bits with per-layer input_range (the paper's simulated affine quantizer).
-FORMAT_VERSION = 6
-READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
+# 7: per-layer input_code_scale (static 8-bit codes between convolutions; a reader that ignored
+# it would requantize dynamically and compute a different policy).
+FORMAT_VERSION = 7
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7)
 PADDINGS = ("VALID",)
 # What the network's outputs mean. deterministic: they are the actions (or Q-values); the
 # agent's exploration acts on them. categorical: logits of a distribution actors sample from.
@@ -93,12 +97,17 @@ class DenseParams:
       kernel_scale: ``[out]`` float32 per-output-channel scale for integer kernels, else None.
       input_range: ``[lo, hi]`` float32, the static range of the layer's input in packages
         with ``affine_bits`` (None there: each sample's own range).
+      input_code_scale: ``[1]`` float32, set on an integer layer that follows an integer
+        convolution with a ReLU: its input is that convolution's output requantized to static
+        unsigned 8-bit codes worth this much each (:func:`requantize_codes`), not quantized
+        per sample. None: dynamic per-sample quantization.
     """
 
     kernel: np.ndarray
     bias: np.ndarray
     kernel_scale: np.ndarray | None = None
     input_range: np.ndarray | None = None
+    input_code_scale: np.ndarray | None = None
 
     @property
     def is_integer(self) -> bool:
@@ -116,7 +125,7 @@ class ConvParams:
       strides: ``(vertical, horizontal)``.
       padding: ``"VALID"`` (the only one: an integer layer's unsigned-code shift relies on every
         output seeing the whole kernel).
-      input_range: as :class:`DenseParams`'s.
+      input_range, input_code_scale: as :class:`DenseParams`'s.
     """
 
     kernel: np.ndarray
@@ -125,6 +134,7 @@ class ConvParams:
     strides: tuple[int, int] = (1, 1)
     padding: str = "VALID"
     input_range: np.ndarray | None = None
+    input_code_scale: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if np.ndim(self.kernel) != 4:
@@ -235,6 +245,9 @@ class PolicyPackage:
             if self.affine_bits is None or bounds.shape != (2,) or not bounds[0] <= bounds[1]:
                 raise PackageError(f"layer {i}: input_range is [lo <= hi], in affine packages "
                                    f"only; got {bounds!r}")
+        for i, layer in enumerate(self.layers):
+            if layer.input_code_scale is not None:
+                self._check_code_scale(i, layer.input_code_scale)
         if self.input_smoothing is not None:
             if self.input_shape is not None:
                 raise PackageError("pixel observations have no input smoothing")
@@ -242,6 +255,48 @@ class PolicyPackage:
             if smoothing.shape != (self.input_size,) or not np.all(smoothing > 0):
                 raise PackageError(f"input_smoothing must be {self.input_size} positive "
                                    f"divisors, got shape {smoothing.shape}")
+
+    def _check_code_scale(self, index: int, scale: np.ndarray) -> None:
+        previous = self.layers[index - 1] if index > 0 else None
+        if not (isinstance(previous, ConvParams) and previous.is_integer
+                and self.layers[index].is_integer and self.activation == "relu"
+                and self.activation_bits == 8 and not self.unsigned_activations):
+            raise PackageError(f"layer {index}: input_code_scale needs an integer layer after an "
+                               "integer convolution, ReLU hidden layers and 8-bit signed "
+                               "activations")
+        # The requantizing convolution must itself read static codes (pixels or static codes),
+        # so that its multiplier is a constant.
+        if not ((index == 1 and self.pixels) or previous.input_code_scale is not None):
+            raise PackageError(f"layer {index}: input_code_scale needs the convolution before it "
+                               "to read static codes (pixel codes or an input_code_scale)")
+        scale = np.asarray(scale)
+        if scale.shape != (1,) or not (np.isfinite(scale[0]) and scale[0] > 0):
+            raise PackageError(f"layer {index}: input_code_scale must be one positive float, "
+                               f"got {scale!r}")
+
+    def requantize_constants(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For integer layer ``index`` whose output the next layer reads as static codes: the
+        ``(bias_codes, multiplier)`` of :func:`~actorq.quantization.numerics.requantize_codes`
+        (every runtime uses these same arrays); else None."""
+        if index + 1 >= len(self.layers) or self.layers[index + 1].input_code_scale is None:
+            return None
+        layer = self.layers[index]
+        return requantize_constants(self.code_scales()[index], layer.kernel_scale, layer.bias,
+                                    np.asarray(self.layers[index + 1].input_code_scale)[0])
+
+    def code_scales(self) -> tuple[float | None, ...]:
+        """Per layer, the static scale of its input codes, or None (dynamic quantization):
+        ``input_scale`` for a pixel package's integer first layer, each layer's
+        ``input_code_scale`` after it."""
+        scales: list[float | None] = []
+        for i, layer in enumerate(self.layers):
+            if i == 0 and self.pixels and layer.is_integer:
+                scales.append(float(self.input_scale))
+            elif layer.input_code_scale is not None:
+                scales.append(float(np.asarray(layer.input_code_scale)[0]))
+            else:
+                scales.append(None)
+        return tuple(scales)
 
     def layer_input_shapes(self) -> list[tuple[int, ...]]:
         """Each layer's input shape per observation: ``(H, W, C)`` for conv layers, ``(features,)``
@@ -328,8 +383,8 @@ class PolicyPackage:
                     if a is not None)
         for layer in self.layers:
             total += layer.kernel.nbytes + layer.bias.nbytes
-            total += sum(a.nbytes for a in (layer.kernel_scale, layer.input_range)
-                         if a is not None)
+            total += sum(a.nbytes for a in (layer.kernel_scale, layer.input_range,
+                                            layer.input_code_scale) if a is not None)
         return total
 
     def check_compatible(self, input_size: int, output_size: int) -> None:
@@ -348,7 +403,7 @@ class PolicyPackage:
             entry = {}
             if isinstance(layer, ConvParams):
                 entry["conv"] = {"strides": list(layer.strides), "padding": layer.padding}
-            for field in ("kernel", "bias", "kernel_scale", "input_range"):
+            for field in ("kernel", "bias", "kernel_scale", "input_range", "input_code_scale"):
                 array = getattr(layer, field)
                 if array is None:
                     continue

@@ -22,9 +22,16 @@ so that no layer has to stay fp32:
 Both need calibration observations (:meth:`RecipeIntQuantizer.with_calibration`, in the first
 layer's input space, i.e. after the package's observation normalizer): the learner hands over its
 fixed batch of replay observations, ``ptq_study`` fp32 rollouts. Before any exist (the very first
-publish, with empty replay) the package is plain round-to-nearest. Conv (pixel) policies read
-uint8 frames exactly and get round-to-nearest. Packages stay ordinary integer packages: every
-runtime runs them unchanged (the smoothing divides in fp32, like the normalizer).
+publish, with empty replay) the package is plain round-to-nearest. Packages stay ordinary integer
+packages: every runtime runs them unchanged (the smoothing divides in fp32, like the normalizer).
+
+Conv (pixel) policies read uint8 frames exactly and need neither step. With 8-bit calibration
+frames they get **static codes** instead: each convolution's ReLU output is requantized to
+unsigned 8-bit codes with a fixed scale, the fp32 network's maximum of that activation over the
+calibration frames / 255 (:func:`static_code_scales`; ONNX Runtime's MinMax calibration). That is
+what ONNX's ``QLinearConv`` computes, the int8 convolution that ONNX Runtime runs fast, where the
+per-sample dynamic scale of round-to-nearest needs the slow ``ConvInteger`` path
+(docs/performance.md). Activations above the calibrated maximum clip at code 255.
 """
 
 from __future__ import annotations
@@ -48,6 +55,9 @@ SMOOTHING_ALPHA = 0.5
 # 16 gave the same greedy agreement as 32 and 128 on DQN CartPole (docs/ptq.md), and keeps the
 # publish of the paper's 3 x 2048 policy within 2x of round-to-nearest's.
 BIAS_CORRECTION_ROWS = 16
+# Calibration frames whose fp32 activations set the static code scales of conv policies (the
+# Nature CNN's fp32 forward pass costs ~1 ms a frame on a CPU core; the publish pays it).
+CODE_SCALE_ROWS = 32
 
 
 def smoothing_factors(observations: np.ndarray, first_kernel: np.ndarray,
@@ -109,6 +119,33 @@ def corrected_biases(kernels: list[np.ndarray], package: PolicyPackage,
     return biases
 
 
+def static_code_scales(float_layers: list[tuple[Any, Any]], strides: list[tuple[int, int]],
+                       frames: np.ndarray, input_scale: float) -> list[np.float32]:
+    """The static code scale of each convolution's ReLU output: its maximum over ``frames`` in
+    the fp32 network, / 255 (1 / 255 where it is never positive).
+
+    Args:
+      float_layers: the float ``(kernel, bias)`` pairs, convolutions first.
+      strides: the convolutions' strides, one per conv layer.
+      frames: ``[n, H, W, C]`` pixel codes (any numeric dtype).
+      input_scale: what one code is worth.
+    Returns one scale per conv layer: the ``input_code_scale`` of the layer after it.
+    """
+    import jax.numpy as jnp
+
+    from actorq.quantization.numerics import CODE_MAX
+    from actorq.quantization.reference import float_layer
+
+    x = jnp.asarray(np.asarray(frames, np.float32) * np.float32(input_scale))
+    scales = []
+    for (kernel, bias), conv_strides in zip(float_layers, strides):
+        layer = {"kernel": jnp.asarray(kernel, jnp.float32), "bias": jnp.asarray(bias)}
+        x = jnp.maximum(float_layer(x, layer, conv_strides), 0.0)
+        peak = float(jnp.max(x))
+        scales.append(np.float32((peak if peak > 0 else 1.0) / CODE_MAX))
+    return scales
+
+
 @dataclasses.dataclass(frozen=True)
 class RecipeIntQuantizer(IntQuantizer):
     """:class:`IntQuantizer` with input smoothing and bias correction (see the module docstring).
@@ -123,8 +160,8 @@ class RecipeIntQuantizer(IntQuantizer):
 
     def with_calibration(self, observations: np.ndarray) -> RecipeIntQuantizer:
         """This quantizer, calibrated on ``observations`` ``[n, features]`` (the first layer's
-        inputs: normalized where the package has a normalizer). Pixel batches ``[n, H, W, C]``
-        are accepted and unused (conv policies get round-to-nearest)."""
+        inputs: normalized where the package has a normalizer), or on pixel codes ``[n, H, W,
+        C]`` for conv policies (their static code scales)."""
         observations = checked_calibration(observations, np.float32)
         return dataclasses.replace(self, calibration=observations)
 
@@ -133,7 +170,9 @@ class RecipeIntQuantizer(IntQuantizer):
             # Unsigned codes only pay where a ReLU makes the rows non-negative.
             return dataclasses.replace(self, unsigned_activations=False).quantize(
                 params, network, version)
-        if self.calibration is None or getattr(network, "conv_layers", ()):
+        if getattr(network, "conv_layers", ()):
+            return self._quantize_conv(params, network, version)
+        if self.calibration is None:
             return super().quantize(params, network, version)
         layers = mlp_layers(params)
         kernels = [np.asarray(kernel, np.float32) for kernel, _ in layers]
@@ -155,6 +194,26 @@ class RecipeIntQuantizer(IntQuantizer):
                 dataclasses.replace(layer, bias=bias)
                 for layer, bias in zip(package.layers, biases)))
         return dataclasses.replace(package, input_smoothing=factors)
+
+    def _quantize_conv(self, params: Any, network: MLP, version: int) -> PolicyPackage:
+        """Round-to-nearest kernels; with calibration frames and 8 bits, static codes between
+        the integer convolutions and into the first dense layer (the module docstring)."""
+        package = super().quantize(params, network, version)
+        if self.calibration is None or self.bits != 8 or self.unsigned_activations:
+            return package
+        frames = self.calibration
+        if frames.shape[1:] != package.input_shape:
+            raise ValueError(f"calibration frames have shape {frames.shape[1:]}; the policy "
+                             f"reads {package.input_shape}")
+        rows = np.linspace(0, len(frames) - 1, min(CODE_SCALE_ROWS, len(frames)))
+        convs = len(network.conv_layers)
+        scales = static_code_scales(
+            mlp_layers(params)[:convs], [package.layers[i].strides for i in range(convs)],
+            frames[rows.astype(np.int64)], package.input_scale)
+        layers = list(package.layers)
+        for i, scale in enumerate(scales, start=1):
+            layers[i] = dataclasses.replace(layers[i], input_code_scale=np.array([scale]))
+        return dataclasses.replace(package, layers=tuple(layers))
 
 
 # The default: ``int8``, ``int4``, ... Activations keep signed codes: unsigned ones after ReLUs

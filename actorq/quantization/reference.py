@@ -9,6 +9,12 @@ Conv layers are VALID NHWC convolutions with the same numerics: one dynamic acti
 sample (over its whole ``[H, W, C]`` map), per-output-channel kernel scales. A pixel package's
 uint8 codes enter its first integer layer exactly, with the fixed scale ``input_scale``.
 
+Static codes (``input_code_scale``, package format 7): an integer convolution whose next layer
+has a code scale does not rescale to float. It adds its int32 bias codes to the accumulator and
+requantizes to that layer's unsigned 8-bit codes (``numerics.requantize_codes``: ONNX's
+QLinearConv), with the constants of ``PolicyPackage.requantize_constants``; the clip at 0 is its
+ReLU. The next layer takes those codes as it takes pixel codes.
+
 Unsigned activation codes (``PolicyPackage.unsigned_activations``, and pixel codes) reach
 ``[0, 255]``, which s8 cannot hold. They go to the same s8 matmul shifted by -128, and
 ``128 * column_sum(kernel)`` is added back to the int32 accumulator: the same integers, on XLA's
@@ -31,6 +37,7 @@ from actorq.quantization.numerics import (
     affine_range,
     quantize_rows,
     quantize_rows_unsigned,
+    requantize_codes,
 )
 from actorq.quantization.package import ConvParams, PolicyPackage
 
@@ -41,14 +48,23 @@ CONV_DIMENSIONS = ("NHWC", "HWIO", "NHWC")
 
 
 def package_arrays(package: PolicyPackage) -> PackageArrays:
-    """The package's arrays as a pytree (a jit argument, so new versions do not recompile)."""
+    """The package's arrays as a pytree (a jit argument, so new versions do not recompile).
+
+    A layer that requantizes to static codes carries ``bias_codes`` and ``multiplier``
+    (computed once, in NumPy, as every runtime does) and its next layer ``code_scale``."""
     arrays = []
-    for layer in package.layers:
+    code_scales = package.code_scales()
+    for i, layer in enumerate(package.layers):
         entry = {"kernel": jnp.asarray(layer.kernel), "bias": jnp.asarray(layer.bias)}
         if layer.kernel_scale is not None:
             entry["kernel_scale"] = jnp.asarray(layer.kernel_scale)
         if layer.input_range is not None:
             entry["input_range"] = jnp.asarray(layer.input_range)
+        if layer.input_code_scale is not None:
+            entry["code_scale"] = jnp.float32(code_scales[i])
+        constants = package.requantize_constants(i)
+        if constants is not None:
+            entry["bias_codes"], entry["multiplier"] = map(jnp.asarray, constants)
         arrays.append(entry)
     return arrays
 
@@ -95,9 +111,18 @@ def integer_layer(
 
     ``mode``: ``"signed"`` quantizes each sample to signed codes, ``"unsigned"`` to unsigned
     codes (non-negative inputs), and ``"codes"`` takes ``x`` as exact unsigned integer codes
-    worth ``input_scale`` each (pixel observations). Then the s8 kernel product in int32,
-    rescaled by ``input scale * kernel_scale``, plus the bias.
+    worth ``input_scale`` each (pixel observations, static codes). Then the s8 kernel product
+    in int32, rescaled by ``input scale * kernel_scale``, plus the bias.
     """
+    acc, x_scale = integer_accumulator(x, layer, activation_bits, mode, strides, input_scale)
+    return acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
+
+
+def integer_accumulator(
+    x: jax.Array, layer: dict[str, jax.Array], activation_bits: int, mode: str,
+    strides: tuple[int, int] | None, input_scale: float | jax.Array | None,
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`integer_layer`'s int32 product and its input scale, before the rescale."""
     kernel = layer["kernel"]
     if mode == "codes":
         acc = _unsigned_op(x.astype(jnp.uint8), kernel, strides)
@@ -109,7 +134,7 @@ def integer_layer(
     else:
         codes, x_scale = _per_sample(quantize_rows, x.astype(jnp.float32), activation_bits)
         acc = _integer_op(codes, kernel, strides)
-    return acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
+    return acc, x_scale
 
 
 def float_layer(x: jax.Array, layer: dict[str, jax.Array],
@@ -150,22 +175,31 @@ def forward(
     """
     geometry = geometry or (None,) * len(arrays)
     x = observations if input_scale is not None else observations.astype(jnp.float32)
+    code_scale = input_scale  # what one code of x is worth, while x holds exact codes
     for i, layer in enumerate(arrays):
         strides = geometry[i]
         if strides is None and x.ndim > 2:  # the first dense layer after the convolutions
             x = x.reshape(x.shape[0], -1)
         if "kernel_scale" in layer:
             assert activation_bits is not None
-            if i == 0 and input_scale is not None:
+            if code_scale is not None:
                 mode = "codes"
             elif unsigned_activations and i > 0 and activation == "relu":
                 mode = "unsigned"
             else:
                 mode = "signed"
-            x = integer_layer(x, layer, activation_bits, mode, strides, input_scale)
+            acc, x_scale = integer_accumulator(x, layer, activation_bits, mode, strides,
+                                               code_scale)
+            if "multiplier" in layer:  # static codes for the next layer; the clip is the ReLU
+                x = requantize_codes(acc, layer["bias_codes"], layer["multiplier"], jnp)
+                code_scale = arrays[i + 1]["code_scale"]
+                continue
+            code_scale = None
+            x = acc.astype(jnp.float32) * (x_scale * layer["kernel_scale"]) + layer["bias"]
         else:
-            if i == 0 and input_scale is not None:
-                x = x.astype(jnp.float32) * jnp.float32(input_scale)
+            if code_scale is not None:  # pixel codes into a float first layer
+                x = x.astype(jnp.float32) * jnp.float32(code_scale)
+                code_scale = None
             if affine_bits is not None:
                 lo, hi = (affine_range(x, jnp) if "input_range" not in layer
                           else (layer["input_range"][0], layer["input_range"][1]))

@@ -81,7 +81,7 @@ def package_signature(package: PolicyPackage) -> tuple:
         package.input_scale,
         tuple(
             (layer.kernel.shape, str(layer.kernel.dtype), layer.kernel_scale is not None,
-             getattr(layer, "strides", None))
+             getattr(layer, "strides", None), layer.input_code_scale is not None)
             for layer in package.layers
         ),
     )
@@ -129,7 +129,12 @@ def unsigned_kernel_layers(package: PolicyPackage) -> frozenset[int]:
     activation codes (codes up to 255)."""
     layers = set(signed_input_layers(package))
     layers |= {i for i, layer in enumerate(package.layers)
-               if layer.kernel_scale is not None and isinstance(layer, ConvParams)}
+               if layer.kernel_scale is not None and isinstance(layer, ConvParams)
+               and i not in requantizing_layers(package)}
+    if u8s8_saturates():  # static codes reach 255
+        layers |= requantizing_layers(package)
+        layers |= {i for i, layer in enumerate(package.layers)
+                   if layer.input_code_scale is not None}
     bits = package.activation_bits
     if package.unsigned_activations and bits is not None and max_uint(bits) > 127 \
             and u8s8_saturates():
@@ -138,6 +143,14 @@ def unsigned_kernel_layers(package: PolicyPackage) -> frozenset[int]:
             if layer.kernel_scale is not None and package.unsigned_input(i)
         }
     return frozenset(layers)
+
+
+def requantizing_layers(package: PolicyPackage) -> frozenset[int]:
+    """Integer convolutions whose output the next layer reads as static codes: one
+    ``QLinearConv`` each (ONNX Runtime's fast int8 convolution; s8 kernels where ``u8 x s8`` is
+    exact, u8 ones with zero point 128 elsewhere)."""
+    return frozenset(i for i in range(len(package.layers))
+                     if package.requantize_constants(i) is not None)
 
 
 def graph_weights(
@@ -154,7 +167,16 @@ def graph_weights(
         unsigned_kernels = unsigned_kernel_layers(package)
     shapes = package.layer_input_shapes() if package.pixels else None
     weights = {}
+    code_scales = package.code_scales()
     for i, layer in enumerate(package.layers):
+        if layer.input_code_scale is not None:
+            weights[f"code_scale_{i}"] = np.float32(code_scales[i])
+        constants = package.requantize_constants(i)
+        if constants is not None:  # QLinearConv: 1-D per-channel vectors, int32 bias codes
+            weights[f"bias_codes_{i}"] = constants[0]
+            unsigned = i in unsigned_kernels
+            weights[f"kernel_zp_{i}"] = np.full(layer.kernel.shape[-1], 128 if unsigned else 0,
+                                                np.uint8 if unsigned else np.int8)
         kernel = layer.kernel
         conv = isinstance(layer, ConvParams)
         if conv:  # ONNX convolutions are NCHW with OIHW kernels
@@ -164,8 +186,8 @@ def graph_weights(
             height, width, channels = package.layers[i - 1].output_shape(shapes[i - 1])
             kernel = (kernel.reshape(height, width, channels, -1).transpose(2, 0, 1, 3)
                       .reshape(kernel.shape))
-        # Per-channel vectors broadcast over [N, C, H, W] as [C, 1, 1].
-        channel_shape = (-1, 1, 1) if conv else (-1,)
+        # Per-channel vectors broadcast over [N, C, H, W] as [C, 1, 1] (QLinearConv: [C]).
+        channel_shape = (-1, 1, 1) if conv and constants is None else (-1,)
         if layer.kernel_scale is not None:
             if i in unsigned_kernels:
                 weights[f"kernel_{i}"] = (kernel.astype(np.int16) + 128).astype(np.uint8)
@@ -175,7 +197,8 @@ def graph_weights(
                                                       np.float32).reshape(channel_shape)
         else:  # fp32 as is; fp16 / bf16 -> fp32 is exact
             weights[f"kernel_{i}"] = np.asarray(kernel).astype(np.float32, copy=False)
-        weights[f"bias_{i}"] = np.asarray(layer.bias, np.float32).reshape(channel_shape)
+        if constants is None:  # QLinearConv takes bias_codes instead
+            weights[f"bias_{i}"] = np.asarray(layer.bias, np.float32).reshape(channel_shape)
     return {name: np.ascontiguousarray(value) for name, value in weights.items()}
 
 
@@ -231,7 +254,8 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         c_s_low, c_s_high = g.const(np.uint8(128 - limit)), g.const(np.uint8(128 + limit))
 
     x = INPUT
-    codes = package.pixels  # x holds the observation's uint8 codes
+    codes = package.pixels  # x holds exact uint8 codes (the observation's, or static ones)
+    requantizing = requantizing_layers(package)
     if codes and isinstance(layers[0], ConvParams):
         x = g.op("Transpose", [x], perm=[0, 3, 1, 2])
     elif codes:
@@ -242,9 +266,11 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
         if not conv and i > 0 and isinstance(layers[i - 1], ConvParams):
             x = g.op("Flatten", [x], axis=1)  # NCHW order: the kernel rows match (graph_weights)
         if layer.kernel_scale is not None and codes:
-            # Pixel codes are the layer's exact unsigned input, worth input_scale each.
+            # Pixel (or static) codes are the layer's exact unsigned input, worth input_scale
+            # (or its input_code_scale) each.
             xq, zero_point = x, c_zp_unsigned
-            x_scale = g.const(np.float32(package.input_scale))
+            x_scale = (f"code_scale_{i}" if layer.input_code_scale is not None
+                       else g.const(np.float32(package.input_scale)))
         elif layer.kernel_scale is not None:
             axes = c_map_axes if conv else c_axis
             if relu_pending:  # max|relu(y)| == max(max(y), 0); the floor also covers <= 0
@@ -269,6 +295,13 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
                 xq = g.op("QuantizeLinear", [scaled, c_one, c_zp_signed])
                 xq = g.op("Clip", [xq, c_s_low, c_s_high])
                 zero_point = c_zp_signed
+        if i in requantizing:  # static codes out, the ReLU in the clip at 0
+            x = g.op("QLinearConv", [xq, x_scale, c_zp_unsigned, f"kernel_{i}",
+                                     f"kernel_scale_{i}", f"kernel_zp_{i}", f"code_scale_{i + 1}",
+                                     c_zp_unsigned, f"bias_codes_{i}"],
+                     strides=list(layer.strides))
+            relu_pending = False
+            continue
         if layer.kernel_scale is not None and conv:
             acc = g.op("ConvInteger", [xq, f"kernel_{i}", zero_point, c_zp_signed],
                        strides=list(layer.strides))
