@@ -75,17 +75,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def make_config(task: str, hidden: tuple[int, ...], quantizer: str, runtime: str, steps: int,
                 pull_period: int, seed: int, envs_per_actor: int = 1) -> Any:
-    """The experiment config of ``task``'s preset (D4PG for DMC, DQN for Gym tasks)."""
+    """The experiment config of ``task``'s preset (D4PG for DMC, DQN for Gym and pixel tasks;
+    pixel tasks keep their preset's conv network, ``hidden`` applies to the others)."""
+    from actorq.envs.registry import tasks_of_family
     from configs import d4pg_actorq, dqn_actorq
 
+    pixel_tasks = [*tasks_of_family("atari"), *tasks_of_family("minatar")]
     if task in d4pg_actorq.PRESETS:
         config = d4pg_actorq.get_config(task)
         config.learner.policy_hidden_sizes = hidden
     elif task in dqn_actorq.PRESETS:
         config = dqn_actorq.get_config(task)
         config.learner.hidden_sizes = hidden
+    elif task in pixel_tasks:
+        config = dqn_actorq.get_config(task)
     else:
-        valid = ", ".join(sorted([*d4pg_actorq.PRESETS, *dqn_actorq.PRESETS]))
+        valid = ", ".join(sorted([*d4pg_actorq.PRESETS, *dqn_actorq.PRESETS, *pixel_tasks]))
         raise SystemExit(f"unknown task {task!r}; valid: {valid}")
     config.quantizer = quantizer
     config.actor_runtime = runtime
@@ -165,6 +170,36 @@ class ThroughputProbe:
         return self
 
 
+# Observations of a random-action rollout that calibrate the package (the learner calibrates on
+# a replay batch; int8 conv packages get their static codes from them).
+CALIBRATION_ROWS = 32
+
+
+def random_observations(task: str, count: int, seed: int) -> Any:
+    """``count`` observations of a seeded uniform-random-action rollout of ``task``."""
+    import numpy as np
+
+    from actorq.envs import make_environment
+
+    env = make_environment(task, seed=seed)
+    spec, rng = env.action_spec(), np.random.default_rng(seed)
+    observations = []
+    timestep = env.reset()
+    try:
+        while len(observations) < count:
+            observations.append(np.asarray(timestep.observation))
+            if hasattr(spec, "num_values"):
+                action = int(rng.integers(spec.num_values))
+            else:
+                action = rng.uniform(spec.minimum, spec.maximum).astype(spec.dtype)
+            timestep = env.step(action)
+            if timestep.last():
+                timestep = env.reset()
+    finally:
+        env.close()
+    return np.stack(observations)
+
+
 def measure(config: Any, republish_every_s: float,
             republish_every_pull: bool = False) -> dict[str, Any]:
     """Runs one actor process against a fixed package, republished every
@@ -182,9 +217,17 @@ def measure(config: Any, republish_every_s: float,
 
     builder = nodes.make_builder_for(config)
     network = builder.policy_network
+    shape = builder.observation_spec.shape
+    pixels = len(shape) == 3
     params = network.init(jax.random.key(config.seed),
-                          np.zeros((1, builder.observation_size), np.float32))
-    package = make_quantizer(config.quantizer).quantize(params, network, 1).to_bytes()
+                          np.zeros((1, *shape), np.uint8) if pixels
+                          else np.zeros((1, builder.observation_size), np.float32))
+    quantizer = make_quantizer(config.quantizer)
+    if hasattr(quantizer, "with_calibration"):  # as the learner calibrates: visited states
+        observations = random_observations(config.task, CALIBRATION_ROWS, config.seed)
+        quantizer = quantizer.with_calibration(
+            observations.reshape(len(observations), *(shape if pixels else (-1,))))
+    package = quantizer.quantize(params, network, 1).to_bytes()
     # The actor node exactly as the ActorQ program runs it, under a probe instead of a learner.
     program = Program(
         name="actor_throughput",
@@ -299,7 +342,11 @@ def main(argv: list[str] | None = None) -> None:
         else:
             print(f"note: skipping runtime {runtime!r}: not available "
                   f"(available: {', '.join(available_runtimes())})")
-    print(f"actor throughput: task={args.task} policy hidden={'x'.join(map(str, args.hidden))} "
+    from actorq.envs import task_family
+
+    policy = ("the preset's conv network" if task_family(args.task) in ("atari", "minatar")
+              else f"hidden={'x'.join(map(str, args.hidden))}")
+    print(f"actor throughput: task={args.task} policy {policy} "
           f"steps={args.steps} pull_period={args.pull_period} "
           f"republish every {args.republish_every_s} s, one single-threaded actor process "
           f"with {args.envs_per_actor} environment(s) "
