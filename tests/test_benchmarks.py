@@ -123,3 +123,27 @@ def test_actor_throughput_runs_real_actor_processes_and_keeps_the_best_round(tmp
         # ONNX Runtime actor neither, on any machine.
         assert 0 < row["peak_rss_mib"] < row["parent_peak_rss_mib"]
     assert rows["fp32/onnxruntime"]["package_bytes"] > rows["int8/onnxruntime"]["package_bytes"]
+
+
+def test_actor_throughput_runs_pixel_actors_on_static_code_packages(tmp_path):
+    """MinAtar Breakout: the preset's conv network, its int8 package calibrated on a random
+    rollout (static codes), acting in a spawned actor process."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from benchmarks.actor_throughput import CALIBRATION_ROWS, random_observations
+
+    frames = random_observations("minatar_breakout", CALIBRATION_ROWS, 0)
+    assert frames.shape == (CALIBRATION_ROWS, 10, 10, 4)
+    out = tmp_path / "at.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.actor_throughput", "--task=minatar_breakout",
+         "--steps=200", "--quantizers=int8", "--runtime=onnxruntime", "--pull_period=100",
+         "--republish_every_pull", f"--json_out={out}"],
+        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "the preset's conv network" in result.stdout
+    row = json.loads(out.read_text())["int8/onnxruntime"]
+    assert row["steps"] > 150 and row["num_pulls"] == 2 and row["imports_jax"] is False
