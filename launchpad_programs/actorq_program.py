@@ -657,6 +657,9 @@ class LearnerNode:
             "episodes": self._counters["episodes"],
             "num_publishes": packages.num_packages,
             "package_bytes": len(packages.sources[str(config.quantizer)].latest()[1]),
+            # Precisions whose packages were fitted to replay observations (GPTQ, the recipe).
+            "calibrated_precisions": sorted(p for p, source in packages.sources.items()
+                                            if source.calibrated),
             "quantize_seconds": packages.quantize_seconds,
             "actor_quantizers": nodes.actor_quantizers(config)[:len(self._actors)],
             "actor_startup_s": (sum(self._startup) / len(self._startup) if self._startup

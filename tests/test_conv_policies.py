@@ -228,6 +228,9 @@ def test_a_minatar_run_goes_through_the_whole_pipeline_in_uint8(agent, tmp_path)
     assert row["evaluations"] == 3 and row["package_bytes"] < 140_000  # int8: ~4x under fp32
     saved = json.loads((tmp_path / agent / "config.json").read_text())
     assert saved["learner"]["torso"] == "minatar"
+    # The recipe calibrated on the learner's replay frames: the last packages have static codes.
+    summary = json.loads((tmp_path / agent / "summary.json").read_text())
+    assert summary["calibrated_precisions"] == ["int8"]
 
 
 # --------------------------------------------------------------- static codes (the int8 recipe)
