@@ -15,6 +15,10 @@ categorical policies' logits); for continuous actions it is the mean L2 distance
 and int8 actions on the fp32 rollouts' states (PPO's Gaussian means, DDPG's deterministic
 actions). Rows with no run are listed as pending, with the reason and the command that fills
 them. Writes ``table2.md`` and ``table2.json`` to ``--out_dir``.
+
+``--keep=<table2.json>`` carries over the cells of an earlier table for the rows that have no run
+now (runs do not survive a change of machine); they keep their run and are marked with the
+machine that measured them.
 """
 
 from __future__ import annotations
@@ -167,6 +171,19 @@ def measure_row(row: Row, run_dir: Path, episodes: int) -> dict[str, Any]:
     return cells
 
 
+def kept_cells(path: Path, rows: Sequence[Row], measured: dict[str, dict[str, Any]]
+               ) -> dict[str, dict[str, Any]]:
+    """The cells of the earlier table at ``path`` (``table2.json``) for ``rows`` not in
+    ``measured``, each with ``kept_from`` (that table's machine)."""
+    try:
+        earlier = json.loads(Path(path).read_text())
+        machine, cells = earlier["machine"], earlier["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"--keep {path}: not a table2.json ({e})") from e
+    return {row.key: {**cells[row.key], "kept_from": machine} for row in rows
+            if row.key in cells and row.key not in measured}
+
+
 def _cell(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
@@ -200,9 +217,10 @@ def markdown(rows: Sequence[Row], measured: dict[str, dict[str, Any]], reasons: 
                             for s in ("fp16", "affine_int8", "int8"))
         divergence = " / ".join(_cell(cells[s]["divergence"], ".3g")
                                 for s in ("affine_int8", "int8"))
+        kept = f" (kept: measured on {cells['kept_from']})" if "kept_from" in cells else ""
         lines.append(f"| {row.algorithm} | {row.task} | {' | '.join(rewards)} | {errors} | "
                      f"{cells['divergence'].upper()} {divergence} | {paper} | "
-                     f"`{cells['run_dir']}` |")
+                     f"`{cells['run_dir']}`{kept} |")
     return "\n".join(lines) + "\n"
 
 
@@ -244,8 +262,14 @@ def main(argv: list[str]) -> None:
         if _MAX_STEPS.value < 0:
             raise ValueError(f"--max_actor_steps must be >= 0, got {_MAX_STEPS.value}")
         out_dir = check_writable_dir(_OUT_DIR.value, "--out_dir")
+        if _KEEP.value and not Path(_KEEP.value).is_file():
+            raise FileNotFoundError(f"--keep {_KEEP.value}: no such file")
     measured, reasons = run_table(rows, out_dir, _EPISODES.value, _TRAIN.value, reuse,
                                   _MAX_STEPS.value)
+    if _KEEP.value:
+        with bad_input():
+            measured.update(kept_cells(Path(_KEEP.value), rows, measured))
+        measured = {row.key: measured[row.key] for row in rows if row.key in measured}
     command = "python -m experiments.table2 " + shlex.join(sys.argv[1:])
     text = markdown(rows, measured, reasons, _EPISODES.value, command)
     out_dir.mkdir(parents=True, exist_ok=True)  # reused runs may live elsewhere
@@ -261,6 +285,8 @@ if __name__ == "__main__":
     _ROWS = flags.DEFINE_list("rows", [], "algorithm:task rows (default: all)")
     _REUSE = flags.DEFINE_list("reuse", [], "algorithm:task=run_dir: measure that run")
     _TRAIN = flags.DEFINE_bool("train", False, "train the rows that have no finished run")
+    _KEEP = flags.DEFINE_string("keep", "", "an earlier table2.json whose cells fill the rows "
+                                "that have no run now")
     _EPISODES = flags.DEFINE_integer("episodes", 20, "evaluation episodes per precision")
     _MAX_STEPS = flags.DEFINE_integer("max_actor_steps", 0,
                                       "override the presets' budgets (0: keep; smoke tests)")

@@ -255,6 +255,27 @@ def test_table2_measures_reused_runs_and_lists_the_rest_as_pending(trained_run: 
     assert "| dqn | pong | pending: needs a GPU" in text
 
 
+def test_table2_keeps_earlier_cells_for_rows_without_a_run(tmp_path: Path) -> None:
+    rows = table2.select_rows(["a2c:cartpole", "ppo:cartpole", "dqn:pong"])
+    earlier = {"machine": "Milan", "episodes": 20, "pending": {}, "rows": {
+        "a2c:cartpole": {"row": "a2c:cartpole", "run_dir": "runs/table2/a2c_cartpole",
+                         "divergence": "kl", **{s: {"mean": 500.0, "std": 0.0,
+                                                    "relative_error": 0.0, "divergence": 0.0}
+                                                for s in table2.QUANTIZERS}},
+        "ppo:cartpole": {"row": "ppo:cartpole", "run_dir": "old"}}}
+    path = tmp_path / "table2.json"
+    path.write_text(json.dumps(earlier))
+    measured = {"ppo:cartpole": {"row": "ppo:cartpole", "run_dir": "new"}}
+    kept = table2.kept_cells(path, rows, measured)
+    assert list(kept) == ["a2c:cartpole"] and kept["a2c:cartpole"]["kept_from"] == "Milan"
+    text = table2.markdown(rows, kept, {"ppo:cartpole": "pending", "dqn:pong": "pending"}, 20,
+                           "cmd")
+    assert "`runs/table2/a2c_cartpole` (kept: measured on Milan) |" in text
+    path.write_text("[]")
+    with pytest.raises(ValueError, match="not a table2.json"):
+        table2.kept_cells(path, rows, measured)
+
+
 def test_table2_refuses_bad_rows_and_reuse(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown --rows"):
         table2.select_rows(["dqn:halfcheetah"])
