@@ -38,6 +38,10 @@ class DDPGConfig:
     # The policy (and the targets) update every policy_frequency critic steps (TD3's delay,
     # which CleanRL's DDPG keeps at 2).
     policy_frequency: int = 2
+    # Weight of mean(pre-tanh activation ** 2) added to the policy loss. Without it a policy can
+    # push its pre-activations so far (17-88 measured on MountainCarContinuous) that tanh is
+    # exactly 1.0 in fp32, its gradient exactly 0, and no later critic can move it back.
+    preactivation_penalty: float = 0.0
     sgd_steps_per_call: int = 1
     # Exploration: gaussian N(0, sigma) or Ornstein-Uhlenbeck noise on the tanh action, clipped
     # to [-1, 1] (OU as SB3 steps it: x += theta * -x * dt + sigma * sqrt(dt) * N(0, 1)); the
@@ -60,6 +64,7 @@ class DDPGConfig:
         "discount": FRACTION,
         "tau": Bounds(low=0, high=1, low_open=True),
         "policy_frequency": POSITIVE_INT,
+        "preactivation_penalty": NON_NEGATIVE,
         "sgd_steps_per_call": POSITIVE_INT,
         "sigma": NON_NEGATIVE,
         "ou_theta": FRACTION,

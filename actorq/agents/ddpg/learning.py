@@ -47,14 +47,18 @@ def critic_loss(policy_apply: Callable, critic_apply: Callable, critic_params: A
     return jnp.mean((q - target) ** 2)
 
 
-def policy_loss(policy_apply: Callable, critic_apply: Callable, policy_params: Any,
-                critic_params: Any, batch: Batch) -> jax.Array:
-    """Deterministic policy gradient: ascend Q(s, pi(s)) (pure)."""
+def policy_loss(preactivation_apply: Callable, critic_apply: Callable, policy_params: Any,
+                critic_params: Any, batch: Batch, preactivation_penalty: float = 0.0
+                ) -> jax.Array:
+    """Deterministic policy gradient: ascend Q(s, tanh(x(s))) (pure), plus
+    ``preactivation_penalty * mean(x ** 2)`` on the policy's pre-tanh output ``x``."""
     obs = batch["observation"]
-    action = policy_apply(policy_params, obs)
+    preactivation = preactivation_apply(policy_params, obs)
+    action = jnp.tanh(preactivation)
     dqda = jax.vmap(jax.grad(lambda a, o: critic_apply(critic_params, o[None], a[None])[0]))(
         action, obs)
-    return jnp.mean(jax.vmap(rlax.dpg_loss)(action, dqda))
+    dpg = jnp.mean(jax.vmap(rlax.dpg_loss)(action, dqda))
+    return dpg + preactivation_penalty * jnp.mean(preactivation ** 2)
 
 
 class DDPGLearner(ReplayLearner):
@@ -90,6 +94,8 @@ class DDPGLearner(ReplayLearner):
         critic_apply = self._networks.critic.apply
         # The target policy stays fp32; QAT shapes the online policy the actors will run.
         target_apply = self._networks.policy.apply
+        # The same layers and parameters without the output tanh.
+        preactivation = policy.clone(output_activation="none")
 
         def one_step(state: TrainingState, batch: Batch):
             c_loss, critic_grads = jax.value_and_grad(
@@ -100,8 +106,8 @@ class DDPGLearner(ReplayLearner):
             critic_params = optax.apply_updates(state.critic_params, critic_updates)
             steps = state.steps + 1
             p_loss, policy_grads = jax.value_and_grad(
-                lambda p: policy_loss(policy.apply, critic_apply, p, critic_params, batch))(
-                state.policy_params)
+                lambda p: policy_loss(preactivation.apply, critic_apply, p, critic_params, batch,
+                                      config.preactivation_penalty))(state.policy_params)
             policy_updates, policy_opt_state = self._policy_opt.update(
                 policy_grads, state.policy_opt_state)
             policy_params = optax.apply_updates(state.policy_params, policy_updates)
