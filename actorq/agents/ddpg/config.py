@@ -39,8 +39,8 @@ class DDPGConfig:
     # which CleanRL's DDPG keeps at 2).
     policy_frequency: int = 2
     # Weight of mean(pre-tanh activation ** 2) added to the policy loss. Without it a policy can
-    # push its pre-activations so far (17-88 measured on MountainCarContinuous) that tanh is
-    # exactly 1.0 in fp32, its gradient exactly 0, and no later critic can move it back.
+    # push its pre-activations so far that tanh is exactly 1.0 in fp32, its gradient exactly 0,
+    # and no later critic can move it back (docs/algorithms.md, DDPG MountainCarContinuous).
     preactivation_penalty: float = 0.0
     sgd_steps_per_call: int = 1
     # Exploration: gaussian N(0, sigma) or Ornstein-Uhlenbeck noise on the tanh action, clipped

@@ -2,7 +2,8 @@
 
 As in CleanRL's ``ddpg_continuous_action.py``: every SGD step updates the critic towards
 ``r + discount * Q_target(s', pi_target(s'))``; every ``policy_frequency`` steps the policy
-follows dQ/da and both target networks move by Polyak averaging (``tau``). The whole call
+follows dQ/da (plus the optional pre-tanh penalty) and both target networks move by Polyak
+averaging (``tau``). The whole call
 (``sgd_steps_per_call`` steps) is one jitted ``lax.scan``.
 """
 
