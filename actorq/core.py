@@ -51,7 +51,8 @@ class Actor(Protocol):
         ...
 
     def update(self, wait: bool = False, steps: int = 1) -> None:
-        """Counts ``steps`` environment steps; pulls a newer policy if one is due (``wait``
+        """Counts ``steps`` environment steps; a pull that falls due is taken by the next
+        action, so that a learner interleaved with the actor can publish first (``wait``
         forces a pull now)."""
         ...
 

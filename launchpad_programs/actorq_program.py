@@ -440,6 +440,18 @@ class LearnerNode:
             self._weights.publish(precision, version, package)
         self._published_version = version
 
+    def _publish_for_pull(self) -> None:
+        """Single launcher: when the actor's last step made a pull due, publishes what the
+        learner has now. The actor takes the pull before its next action, after this learner
+        step, so it acts with a version that learned from all the data it sent before."""
+        if not self._publish_on_pulls or self._counter.total() < self._next_pull:
+            return
+        self._next_pull = (self._counter.total() // self._pull_period + 1) * self._pull_period
+        if self._learner.steps > self._published_version:
+            self._publish()
+            self._drift_row = (self._drift.measure(self._learner, self._packages)
+                               or self._drift_row)
+
     def step(self) -> str:
         if self._budget_spent:
             return FINISHED
@@ -454,15 +466,10 @@ class LearnerNode:
             if self._ctx.finished(self._actors) and not (
                     self._data.sampling_bounded and self._data.batch_ready()):
                 return FINISHED
-        if self._publish_on_pulls and self._counter.total() >= self._next_pull:
-            self._next_pull = (self._counter.total() // self._pull_period + 1) * self._pull_period
-            if self._learner.steps > self._published_version:
-                self._publish()
-                self._drift_row = (self._drift.measure(self._learner, self._packages)
-                                   or self._drift_row)
         self._data.drain()
         self._counter.set_limit(self._data.step_limit())
         if not self._data.batch_ready():
+            self._publish_for_pull()
             if not worked and self._ctx.finished(self._actors):
                 return FINISHED
             return WORKED if worked else IDLE
@@ -474,6 +481,7 @@ class LearnerNode:
         stale = learner.steps - self._published_version
         now = time.perf_counter()
         if self._publish_on_pulls:
+            self._publish_for_pull()
             due = False
         elif self._publish_period > 0:
             due = stale >= self._publish_period

@@ -109,7 +109,11 @@ def test_pull_period_counts_environment_steps(cartpole_package):
     loop, runtime, client, *_ = make_loop(cartpole_package, k=4, pull_period=10)
     for _ in range(10):  # 40 environment steps: pulls due at 10, 20, 30 and 40
         loop.step()
-    assert client.num_pulls == 1 + 4  # the first action's pull, then one per 10 env steps
+    # The first action's pull, then one per 10 env steps, each taken by the next action: the
+    # one due at 40 waits for the 11th step.
+    assert client.num_pulls == 1 + 3
+    loop.step()
+    assert client.num_pulls == 1 + 4
     assert runtime.loads == client.num_pulls
 
 

@@ -269,6 +269,26 @@ def test_ppo_on_the_local_launcher_takes_every_unroll_once(tmp_path):
     assert episodes and [e["episode"] for e in episodes] == list(range(1, len(episodes) + 1))
 
 
+def test_single_launcher_learns_every_batch_from_the_version_that_acted(tmp_path):
+    """Interleaved with its actor, the learner publishes after the update that consumed a
+    batch and before the actor's next action: every unroll of every batch was collected by the
+    learner's current version (policy lag 0, as in PPO), not by one or two versions before."""
+    from launchpad_programs.launch import run_experiment
+
+    run = tmp_path / "run"
+    config = ppo_config(run, 1000, launcher="single", num_actors=1)
+    config.log_every_seconds = 1e-6  # a learner row per update
+    with recording() as rec:
+        summary = run_experiment(config)
+    rows = read_rows(run / "learner.jsonl")
+    assert summary["learner_steps"] >= 10 and len(rows) >= 10
+    assert all(r["sample_policy_lag_max"] == 0.0 for r in rows), [
+        (r["learner_steps"], r["sample_policy_lag_max"]) for r in rows]
+    # The actor loaded each new version: one per update, not one per two.
+    versions = sorted({int(v) for _, u in rec.unrolls() for v in u["policy_version"]})
+    assert versions == list(range(len(versions))) and len(versions) >= 10, versions
+
+
 # -------------------------------------------------------------- 2. kill -9 mid-unroll
 
 

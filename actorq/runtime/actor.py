@@ -24,6 +24,11 @@ class FeedForwardActor:
     With ``exploration=None`` the package's stochastic head (categorical or Gaussian) samples
     the actions, and each step also carries ``behaviour_logprob``: the log-probability under
     the deployed (possibly quantized) package of the action it took.
+
+    Steps counted by :meth:`update` reach the client right before the next action, so a pull
+    that falls due at the end of a step is taken then. Under the single launcher the learner
+    steps and publishes in between: an on-policy actor then acts with the version that learned
+    from the unroll it has just sent (policy lag 0, as in PPO), not with the one before it.
     """
 
     def __init__(
@@ -43,6 +48,7 @@ class FeedForwardActor:
         self._steps = 0
         self._rng = np.random.default_rng(seed)
         self._logprobs: np.ndarray | None = None
+        self._uncounted_steps = 0
 
     @property
     def policy_version(self) -> int:
@@ -50,8 +56,9 @@ class FeedForwardActor:
 
     def select_actions(self, observations: np.ndarray) -> np.ndarray:
         """Actions for a batch of observations ``[k, ...]`` (one per environment), in one call."""
-        if not self._client.has_policy:
-            self._client.update(wait=True)
+        if self._uncounted_steps or not self._client.has_policy:
+            steps, self._uncounted_steps = self._uncounted_steps, 0
+            self._client.update(wait=not self._client.has_policy, steps=steps)
             if not self._client.has_policy:
                 raise RuntimeError("no policy has been published yet")
         # The runtime prepares them for its package (flat float32, or uint8 pixel codes).
@@ -84,4 +91,9 @@ class FeedForwardActor:
             self._adders[env_index].add(action, next_timestep, extras=extras)
 
     def update(self, wait: bool = False, steps: int = 1) -> None:
-        self._client.update(wait=wait, steps=steps)
+        """Counts ``steps`` actor steps toward the next pull, which is taken right before the
+        next action (``wait``: pull now)."""
+        self._uncounted_steps += steps
+        if wait:
+            steps, self._uncounted_steps = self._uncounted_steps, 0
+            self._client.update(wait=True, steps=steps)
