@@ -174,13 +174,14 @@ def measure_row(row: Row, run_dir: Path, episodes: int) -> dict[str, Any]:
 def kept_cells(path: Path, rows: Sequence[Row], measured: dict[str, dict[str, Any]]
                ) -> dict[str, dict[str, Any]]:
     """The cells of the earlier table at ``path`` (``table2.json``) for ``rows`` not in
-    ``measured``, each with ``kept_from`` (that table's machine)."""
+    ``measured``, each with ``kept_from``: the machine that measured it (that table's, unless
+    that table had kept the cell itself)."""
     try:
         earlier = json.loads(Path(path).read_text())
         machine, cells = earlier["machine"], earlier["rows"]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"--keep {path}: not a table2.json ({e})") from e
-    return {row.key: {**cells[row.key], "kept_from": machine} for row in rows
+    return {row.key: {"kept_from": machine, **cells[row.key]} for row in rows
             if row.key in cells and row.key not in measured}
 
 

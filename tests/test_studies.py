@@ -271,6 +271,9 @@ def test_table2_keeps_earlier_cells_for_rows_without_a_run(tmp_path: Path) -> No
     text = table2.markdown(rows, kept, {"ppo:cartpole": "pending", "dqn:pong": "pending"}, 20,
                            "cmd")
     assert "`runs/table2/a2c_cartpole` (kept: measured on Milan) |" in text
+    # Kept again by a table made on another machine, a cell still names the one that measured it.
+    path.write_text(json.dumps({**earlier, "machine": "Xeon", "rows": kept}))
+    assert table2.kept_cells(path, rows, measured)["a2c:cartpole"]["kept_from"] == "Milan"
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a table2.json"):
         table2.kept_cells(path, rows, measured)
