@@ -326,7 +326,8 @@ class LearnerNode:
         learner = self._data.make_learner()
         self._packages = nodes.LearnerPackages(learner, builder,
                                                nodes.published_precisions(config))
-        # A queue is drained by every learner call: one unroll (T observations) is enough.
+        # A queue is drained by every learner call: one unroll (T observations) is enough
+        # (taken before the call: DriftMonitor.capture).
         drift_min = 1 if builder.data_path == "queue" else int(config.replay.min_size)
         self._drift = nodes.DriftMonitor(builder, table, drift_min, config.seed)
         self._drift_row: dict[str, float] = {}
@@ -474,6 +475,7 @@ class LearnerNode:
                 return FINISHED
             return WORKED if worked else IDLE
         learner = self._learner
+        self._drift.capture(self._packages)
         self._learner_metrics = learner.step()
         self._counters["learner_calls"] += 1
         self._log_calls += 1

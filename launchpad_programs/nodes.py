@@ -293,25 +293,34 @@ class DriftMonitor:
         self._last_end = 0.0
         self.measurements = 0
 
-    def measure(self, learner: Any, packages: LearnerPackages) -> dict[str, float]:
-        """``{"policy_drift_<metric>/<precision>": value}``; empty until replay is warm or while
-        throttled."""
-        start = time.perf_counter()
-        if self._drift is None:
-            if self._table.size < self._min_size:
-                return {}
-            from actorq.analysis.drift import PolicyDrift
+    def capture(self, packages: LearnerPackages) -> None:
+        """Takes the fixed batch, once, when the table first holds ``min_size`` items, and
+        calibrates ``packages`` with it. The learner node calls it before each learner step,
+        while the batch that step will consume is still in the table: a queue is empty again
+        by the time the step's version is published."""
+        if self._drift is not None or self._table.size < self._min_size:
+            return
+        from actorq.analysis.drift import PolicyDrift
 
-            peeked = self._table.peek(self.BATCH, self._seed)["observation"]
-            # Unroll items hold [T, *obs] observations: any BATCH of their steps will do.
-            shape = self._builder.observation_spec.shape
-            observations = peeked.reshape(-1, *shape)[: self.BATCH]
-            self._drift = PolicyDrift(self._builder.policy_network,
-                                      self._builder.evaluation_action, observations)
-            # The same fixed batch calibrates quantizers that need data (GPTQ): from this
-            # version on their packages are fitted to states the actors visit.
-            packages.calibrate(np.asarray(observations, np.float32))
-        elif start - self._last_end < 9.0 * self._cost:
+        peeked = self._table.peek(self.BATCH, self._seed)["observation"]
+        # Unroll items hold [T, *obs] observations: any BATCH of their steps will do.
+        shape = self._builder.observation_spec.shape
+        observations = peeked.reshape(-1, *shape)[: self.BATCH]
+        self._drift = PolicyDrift(self._builder.policy_network,
+                                  self._builder.evaluation_action, observations)
+        # The same fixed batch calibrates quantizers that need data (GPTQ): from this
+        # version on their packages are fitted to states the actors visit.
+        packages.calibrate(np.asarray(observations, np.float32))
+
+    def measure(self, learner: Any, packages: LearnerPackages) -> dict[str, float]:
+        """``{"policy_drift_<metric>/<precision>": value}``; empty until the fixed batch is
+        taken (:meth:`capture`) or while throttled."""
+        start = time.perf_counter()
+        fresh = self._drift is None
+        self.capture(packages)
+        if self._drift is None:
+            return {}
+        if not fresh and start - self._last_end < 9.0 * self._cost:
             return {}
         packages.latest()  # every precision at the learner's current version
         published = {p: source.latest_package for p, source in packages.sources.items()}

@@ -114,9 +114,10 @@ def test_actor_throughput_runs_real_actor_processes_and_keeps_the_best_round(tmp
     rows = json.loads(out.read_text())
     for key in ("fp32/onnxruntime", "int8/onnxruntime"):
         row = rows[key]
-        # A new version is published before each pull (steps 100, 200 and 300; the pull at
-        # step 0 is start-up), whatever the machine's speed.
-        assert row["steps"] > 250 and row["steps_per_s"] > 0 and row["num_pulls"] == 3
+        # A new version is published before each pull, whatever the machine's speed: the pulls
+        # due at steps 100 and 200 (the one at step 0 is start-up; the one due at step 300 would
+        # be taken by a next action, and the budget ends there).
+        assert row["steps"] > 250 and row["steps_per_s"] > 0 and row["num_pulls"] == 2
         assert row["round"] in (1, 2) and row["imports_jax"] is False
         assert row["blocked_ms_per_step"] > 0  # held at mid-period until each version is out
         # The actor's own memory, not its parent's: the parent holds JAX and the network, the
@@ -146,4 +147,4 @@ def test_actor_throughput_runs_pixel_actors_on_static_code_packages(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "the preset's conv network" in result.stdout
     row = json.loads(out.read_text())["int8/onnxruntime"]
-    assert row["steps"] > 150 and row["num_pulls"] == 2 and row["imports_jax"] is False
+    assert row["steps"] > 150 and row["num_pulls"] == 1 and row["imports_jax"] is False

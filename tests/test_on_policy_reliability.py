@@ -287,6 +287,11 @@ def test_single_launcher_learns_every_batch_from_the_version_that_acted(tmp_path
     # The actor loaded each new version: one per update, not one per two.
     versions = sorted({int(v) for _, u in rec.unrolls() for v in u["policy_version"]})
     assert versions == list(range(len(versions))) and len(versions) >= 10, versions
+    # The queue is empty after each update, yet the recipe was calibrated on its unrolls and the
+    # drift of each published precision measured (the batch is taken before the update).
+    assert config.quantizer == "int8" and summary["calibrated_precisions"] == ["int8"]
+    assert any(k.startswith("policy_drift_") and k.endswith("/int8") for k in rows[-1]), \
+        sorted(rows[-1])
 
 
 # -------------------------------------------------------------- 2. kill -9 mid-unroll
