@@ -77,10 +77,12 @@ def test_ppo_cartpole_int8_actors_reach_and_hold_475(tmp_path):
 
 @pytest.mark.slow
 def test_a2c_cartpole_int8_actors_learn(tmp_path):
-    # The preset's first 30k of 500k steps (measured on Milan: evals 9.6, 152, 401, 438, 500,
-    # 395, 486 at every 5k): A2C swings on CartPole, so the check is a mean over 5 evaluations.
+    # The preset's first 150k of 500k steps. A2C swings on CartPole for its first ~100k steps
+    # (its learning rate is tuned for 500k): with calibrated int8 actors and policy lag 0 the
+    # evals at every 5k (Xeon) rose to 435 by 10k, dipped to 98 at 100k and held 500 from 120k.
+    # 30k steps, this test's earlier budget, ended inside a swing.
     config = a2c_actorq.get_config("cartpole")
-    config.max_actor_steps = 30_000
+    config.max_actor_steps = 150_000
     config.eval_every_steps = 5_000
     config.track_energy = False
     config.run_dir = str(tmp_path / "run")
@@ -88,7 +90,7 @@ def test_a2c_cartpole_int8_actors_learn(tmp_path):
     evals = _evals(tmp_path / "run")
     assert evals[0] < 50
     assert max(evals) >= 475
-    assert sum(evals[-5:]) / 5 >= 350, evals
+    assert sum(evals[-5:]) / 5 >= 475, evals
 
 
 @pytest.mark.slow
