@@ -316,11 +316,9 @@ class DriftMonitor:
         """``{"policy_drift_<metric>/<precision>": value}``; empty until the fixed batch is
         taken (:meth:`capture`) or while throttled."""
         start = time.perf_counter()
-        fresh = self._drift is None
         self.capture(packages)
-        if self._drift is None:
-            return {}
-        if not fresh and start - self._last_end < 9.0 * self._cost:
+        # Never throttled before the first measurement: the cost and its end start at 0.
+        if self._drift is None or start - self._last_end < 9.0 * self._cost:
             return {}
         packages.latest()  # every precision at the learner's current version
         published = {p: source.latest_package for p, source in packages.sources.items()}

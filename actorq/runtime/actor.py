@@ -57,8 +57,7 @@ class FeedForwardActor:
     def select_actions(self, observations: np.ndarray) -> np.ndarray:
         """Actions for a batch of observations ``[k, ...]`` (one per environment), in one call."""
         if self._uncounted_steps or not self._client.has_policy:
-            steps, self._uncounted_steps = self._uncounted_steps, 0
-            self._client.update(wait=not self._client.has_policy, steps=steps)
+            self._count_steps(wait=not self._client.has_policy)
             if not self._client.has_policy:
                 raise RuntimeError("no policy has been published yet")
         # The runtime prepares them for its package (flat float32, or uint8 pixel codes).
@@ -95,5 +94,9 @@ class FeedForwardActor:
         next action (``wait``: pull now)."""
         self._uncounted_steps += steps
         if wait:
-            steps, self._uncounted_steps = self._uncounted_steps, 0
-            self._client.update(wait=True, steps=steps)
+            self._count_steps(wait=True)
+
+    def _count_steps(self, wait: bool) -> None:
+        """Hands the counted steps to the client, which pulls if that makes a pull due."""
+        steps, self._uncounted_steps = self._uncounted_steps, 0
+        self._client.update(wait=wait, steps=steps)
