@@ -22,6 +22,8 @@ _CONTINUOUS = {"orthogonal_init": False, "initial_log_std": -2.0, "unroll_length
 PRESETS: dict[str, tuple[int, int, dict, bool]] = {
     "cartpole": (500_000, 8, {"unrolls_per_batch": 8}, False),
     "acrobot": (500_000, 16, {"unrolls_per_batch": 16, "normalize_observations": True}, False),
+    "mountaincar": (1_000_000, 16, {"unrolls_per_batch": 16, "normalize_observations": True,
+                                    "normalize_rewards": True}, False),
     "halfcheetah": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
     "walker2d": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
     "bipedalwalker": (5_000_000, 16, {**_CONTINUOUS, "unrolls_per_batch": 16}, True),

@@ -103,6 +103,10 @@ def _rows() -> tuple[Row, ...]:
         Row("ppo", "cartpole", "configs/ppo_actorq.py:cartpole", _PPO["cartpole"]),
         Row("ddpg", "mountaincar_continuous", "configs/ddpg_actorq.py:mountaincar_continuous",
             _GROUP2["mountaincar_continuous"]),
+        # Discrete MountainCar-v0: the paper has no cell (its MountainCar, 92, is continuous).
+        Row("a2c", "mountaincar", "configs/a2c_actorq.py:mountaincar", None),
+        Row("dqn", "mountaincar", "configs/dqn_actorq.py:mountaincar_small", None),
+        Row("ppo", "mountaincar", "configs/ppo_actorq.py:mountaincar", None),
     ]
     for task in ("halfcheetah", "walker2d", "bipedalwalker"):
         rows += [Row("a2c", task, f"configs/a2c_actorq.py:{task}", _A2C[task]),
