@@ -1,6 +1,6 @@
 """Learner update rate (SGD steps/s) for the paper's networks on this machine.
 
-    python -m benchmarks.learner_throughput [--agents=d4pg,dqn] [--calls=10]
+    python -m benchmarks.learner_throughput [--agents=d4pg,dqn,ddpg] [--calls=10]
 
 Feeds the learner random batches of the right shapes (update cost does not depend on the data),
 so this measures the jitted update alone: no replay sampling, no actors.
@@ -22,7 +22,9 @@ _AGENTS = flags.DEFINE_list("agents", ["d4pg", "dqn"], "Agents to measure.")
 _CALLS = flags.DEFINE_integer("calls", 10, "Timed learner calls per setting (after warm-up).")
 _STEPS_PER_CALL = flags.DEFINE_list("sgd_steps_per_call", ["1", "4"], "Settings to compare.")
 
-TASKS = {"d4pg": "walker_stand", "dqn": "cartpole"}
+TASKS = {"d4pg": "walker_stand", "dqn": "cartpole", "ddpg": "halfcheetah"}
+NETWORKS = {"d4pg": "policy 3x2048, critic 512-512-256", "dqn": "Q 3x2048",
+            "ddpg": "CleanRL: policy 256-256, critic 256-256, policy every 2 steps"}
 
 
 def random_batches(builder, batch_size: int, steps_per_call: int):
@@ -43,7 +45,8 @@ def random_batches(builder, batch_size: int, steps_per_call: int):
 
 
 def measure(agent: str, steps_per_call: int) -> tuple[float, float]:
-    """(SGD steps/s, ms per SGD step) for the agent's paper networks at batch 256."""
+    """(SGD steps/s, ms per SGD step) for the agent's default networks at batch 256 (the paper's
+    for D4PG and DQN, CleanRL's MuJoCo settings for DDPG)."""
     env = make_environment(TASKS[agent], seed=0)
     builder = make_builder(agent, {"sgd_steps_per_call": steps_per_call}, env)
     learner = builder.make_learner(
@@ -71,10 +74,13 @@ def main(argv: list[str]) -> None:
     print("| agent | networks | batch | SGD steps per call | SGD steps/s | ms per SGD step |")
     print("|---|---|---:|---:|---:|---:|")
     for agent in _AGENTS.value:
-        nets = ("policy 3x2048, critic 512-512-256" if agent == "d4pg" else "Q 3x2048")
         for per_call in steps_per_call:
-            rate, ms = measure(agent, per_call)
-            print(f"| {agent} | {nets} | 256 | {per_call} | {rate:.2f} | {ms:.1f} |")
+            try:
+                rate, ms = measure(agent, per_call)
+            except ValueError as e:  # e.g. DDPG: not a multiple of its policy_frequency
+                print(f"| {agent} | {NETWORKS[agent]} | 256 | {per_call} | - | {e} |")
+                continue
+            print(f"| {agent} | {NETWORKS[agent]} | 256 | {per_call} | {rate:.2f} | {ms:.1f} |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ MuJoCo tasks take CleanRL's ``ddpg_continuous_action.py`` settings (256 x 256, A
 noise 0.1, 25k uniform-random steps first, policy every 2 critic steps, tau 0.005);
 BipedalWalker and MountainCarContinuous the RL Baselines3 Zoo's DDPG settings (400 x 300, Adam
 1e-3; Ornstein-Uhlenbeck noise 0.5 for MountainCarContinuous, plus a 1e-3 pre-tanh penalty that
-the Zoo does not have). One actor interleaved with the
+the Zoo does not have; these two tasks keep one SGD step per call, as their results were
+measured). One actor interleaved with the
 learner (launcher ``single``), replay paced at one SGD step per env step
 (``samples_per_insert = batch_size``), learning from ``uniform_random_steps`` items on.
 MuJoCo tasks are v5 here (CleanRL's are v4).
@@ -31,9 +32,11 @@ PRESETS: dict[str, tuple[int, dict, int]] = {
     # 1.0, where its gradient is 0, and stayed at -99.9 (docs/algorithms.md).
     "mountaincar_continuous": (300_000, {**_ZOO, "exploration": "ou", "sigma": 0.5,
                                          "uniform_random_steps": 100,
-                                         "preactivation_penalty": 1e-3}, 1_000_000),
+                                         "preactivation_penalty": 1e-3,
+                                         "sgd_steps_per_call": 1}, 1_000_000),
     # A fast task for tests and smoke runs (the Zoo's Pendulum DDPG, 400 x 300, lr 1e-3).
-    "pendulum": (20_000, {**_ZOO, "uniform_random_steps": 10_000}, 200_000),
+    "pendulum": (20_000, {**_ZOO, "uniform_random_steps": 10_000, "sgd_steps_per_call": 1},
+                 200_000),
 }
 
 

@@ -60,3 +60,78 @@ def test_penalty_free_loss_is_the_deterministic_policy_gradient():
 def test_negative_penalty_is_refused():
     with pytest.raises(ValueError, match="preactivation_penalty"):
         DDPGConfig(preactivation_penalty=-1.0)
+
+
+def test_sgd_steps_per_call_must_be_a_multiple_of_policy_frequency():
+    with pytest.raises(ValueError, match="sgd_steps_per_call=3 must be a multiple of "
+                                         "learner.policy_frequency=2"):
+        DDPGConfig(sgd_steps_per_call=3, policy_frequency=2)
+
+
+def _batches(steps: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"observation": rng.standard_normal((steps, 5, 3)).astype(np.float32),
+            "action": rng.uniform(-1, 1, (steps, 5, 2)).astype(np.float32),
+            "reward": rng.standard_normal((steps, 5)).astype(np.float32),
+            "discount": np.full((steps, 5), 0.9, np.float32),
+            "next_observation": rng.standard_normal((steps, 5, 3)).astype(np.float32)}
+
+
+def _reference_update(networks, config: DDPGConfig, batches) -> dict:
+    """CleanRL's loop, one SGD step at a time: the critic every step; on every policy_frequency-th
+    step the policy (against the critic just updated), then both targets."""
+    import optax
+
+    from actorq.agents.ddpg.learning import critic_loss
+
+    policy, critic = networks.init(jax.random.key(0))
+    target_policy, target_critic = policy, critic
+    policy_opt, critic_opt = optax.adam(config.policy_learning_rate), optax.adam(
+        config.critic_learning_rate)
+    policy_state, critic_state = policy_opt.init(policy), critic_opt.init(critic)
+    preactivation = networks.policy.clone(output_activation="none")
+    for step in range(len(batches["reward"])):
+        batch = {k: v[step] for k, v in batches.items()}
+        grads = jax.grad(lambda p: critic_loss(networks.policy.apply, networks.critic.apply, p,
+                                               target_policy, target_critic, batch))(critic)
+        updates, critic_state = critic_opt.update(grads, critic_state)
+        critic = optax.apply_updates(critic, updates)
+        if (step + 1) % config.policy_frequency == 0:
+            grads = jax.grad(lambda p: policy_loss(preactivation.apply, networks.critic.apply, p,
+                                                   critic, batch))(policy)
+            updates, policy_state = policy_opt.update(grads, policy_state)
+            policy = optax.apply_updates(policy, updates)
+            target_policy = optax.incremental_update(policy, target_policy, config.tau)
+            target_critic = optax.incremental_update(critic, target_critic, config.tau)
+    return {"policy_params": policy, "critic_params": critic,
+            "target_policy_params": target_policy, "target_critic_params": target_critic}
+
+
+@pytest.mark.parametrize("sgd_steps_per_call", [2, 4])
+def test_grouped_update_follows_cleanrl_step_by_step(sgd_steps_per_call):
+    """The learner's scan over groups of policy_frequency critic steps (each then one policy
+    step) gives CleanRL's step-by-step result, however the 4 steps are split into calls."""
+    from actorq.agents.ddpg.learning import DDPGLearner
+
+    config = DDPGConfig(policy_hidden_sizes=(8,), critic_hidden_sizes=(8,), batch_size=5,
+                        policy_frequency=2, sgd_steps_per_call=sgd_steps_per_call, tau=0.1,
+                        policy_learning_rate=1e-2, critic_learning_rate=1e-2)
+    networks = make_networks(config, 3, 2)
+    batches = _batches(4)
+    calls = [{k: v[i:i + sgd_steps_per_call] for k, v in batches.items()}
+             for i in range(0, 4, sgd_steps_per_call)]
+    learner = DDPGLearner(networks, config, iter(calls), seed=0)
+    for _ in calls:
+        learner.step()
+    assert learner.steps == 4
+    expected = _reference_update(networks, config, batches)
+    state = learner.state()
+    for name, tree in expected.items():
+        jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
+                                                                        atol=1e-6),
+                               state[name], tree)
+    # The policy moved (twice): the test would pass vacuously on a frozen policy otherwise.
+    initial_policy, _ = networks.init(jax.random.key(0))
+    moved = jax.tree_util.tree_map(lambda a, b: float(np.abs(a - b).max()),
+                                   state["policy_params"], initial_policy)
+    assert max(jax.tree_util.tree_leaves(moved)) > 1e-4

@@ -33,7 +33,7 @@ class DDPGConfig:
     batch_size: int = 256
     n_step: int = 1
     discount: float = 0.99
-    # Polyak averaging of both target networks every SGD step.
+    # Polyak averaging of both target networks at every policy step.
     tau: float = 0.005
     # The policy (and the targets) update every policy_frequency critic steps (TD3's delay,
     # which CleanRL's DDPG keeps at 2).
@@ -42,7 +42,9 @@ class DDPGConfig:
     # push its pre-activations so far that tanh is exactly 1.0 in fp32, its gradient exactly 0,
     # and no later critic can move it back (docs/algorithms.md, DDPG MountainCarContinuous).
     preactivation_penalty: float = 0.0
-    sgd_steps_per_call: int = 1
+    # SGD steps per jitted call (a multiple of policy_frequency): 4 pays the dispatch and the
+    # metrics' device_get once per 4 steps (docs/performance.md).
+    sgd_steps_per_call: int = 4
     # Exploration: gaussian N(0, sigma) or Ornstein-Uhlenbeck noise on the tanh action, clipped
     # to [-1, 1] (OU as SB3 steps it: x += theta * -x * dt + sigma * sqrt(dt) * N(0, 1)); the
     # first uniform_random_steps of each actor are uniform.
@@ -76,6 +78,9 @@ class DDPGConfig:
 
     def __post_init__(self) -> None:
         check_bounds(self, self.BOUNDS, prefix="learner.")
+        if self.sgd_steps_per_call % self.policy_frequency:
+            raise ValueError(f"learner.sgd_steps_per_call={self.sgd_steps_per_call} must be a "
+                             f"multiple of learner.policy_frequency={self.policy_frequency}")
         if self.exploration not in EXPLORATIONS:
             raise ValueError(f"learner.exploration={self.exploration!r}; valid: "
                              f"{', '.join(EXPLORATIONS)}")

@@ -3,8 +3,9 @@
 As in CleanRL's ``ddpg_continuous_action.py``: every SGD step updates the critic towards
 ``r + discount * Q_target(s', pi_target(s'))``; every ``policy_frequency`` steps the policy
 follows dQ/da (plus the optional pre-tanh penalty) and both target networks move by Polyak
-averaging (``tau``). The whole call
-(``sgd_steps_per_call`` steps) is one jitted ``lax.scan``.
+averaging (``tau``). The whole call (``sgd_steps_per_call`` steps, a multiple of
+``policy_frequency``) is one jitted ``lax.scan`` over groups of ``policy_frequency`` critic steps,
+each followed by one policy step on the group's last batch, so skipped policy steps cost nothing.
 """
 
 from __future__ import annotations
@@ -98,39 +99,39 @@ class DDPGLearner(ReplayLearner):
         # The same layers and parameters without the output tanh.
         preactivation = policy.clone(output_activation="none")
 
-        def one_step(state: TrainingState, batch: Batch):
+        def critic_step(state: TrainingState, batch: Batch):
             c_loss, critic_grads = jax.value_and_grad(
                 lambda p: critic_loss(target_apply, critic_apply, p, state.target_policy_params,
                                       state.target_critic_params, batch))(state.critic_params)
             critic_updates, critic_opt_state = self._critic_opt.update(
                 critic_grads, state.critic_opt_state)
             critic_params = optax.apply_updates(state.critic_params, critic_updates)
-            steps = state.steps + 1
+            return state._replace(critic_params=critic_params, critic_opt_state=critic_opt_state,
+                                  steps=state.steps + 1), c_loss
+
+        def policy_step(state: TrainingState, batch: Batch):
             p_loss, policy_grads = jax.value_and_grad(
-                lambda p: policy_loss(preactivation.apply, critic_apply, p, critic_params, batch,
-                                      config.preactivation_penalty))(state.policy_params)
+                lambda p: policy_loss(preactivation.apply, critic_apply, p, state.critic_params,
+                                      batch, config.preactivation_penalty))(state.policy_params)
             policy_updates, policy_opt_state = self._policy_opt.update(
                 policy_grads, state.policy_opt_state)
             policy_params = optax.apply_updates(state.policy_params, policy_updates)
-            # The policy and the targets move every policy_frequency critic steps.
-            move = steps % config.policy_frequency == 0
+            return state._replace(
+                policy_params=policy_params, policy_opt_state=policy_opt_state,
+                target_policy_params=optax.incremental_update(
+                    policy_params, state.target_policy_params, config.tau),
+                target_critic_params=optax.incremental_update(
+                    state.critic_params, state.target_critic_params, config.tau)), p_loss
 
-            def when_moving(new, old):
-                return jax.tree_util.tree_map(lambda a, b: jnp.where(move, a, b), new, old)
+        def one_group(state: TrainingState, group: Batch):
+            state, c_losses = jax.lax.scan(critic_step, state, group)
+            state, p_loss = policy_step(state, jax.tree_util.tree_map(lambda x: x[-1], group))
+            return state, {"critic_loss": jnp.mean(c_losses), "policy_loss": p_loss}
 
-            policy_params = when_moving(policy_params, state.policy_params)
-            policy_opt_state = when_moving(policy_opt_state, state.policy_opt_state)
-            target_policy = when_moving(
-                optax.incremental_update(policy_params, state.target_policy_params, config.tau),
-                state.target_policy_params)
-            target_critic = when_moving(
-                optax.incremental_update(critic_params, state.target_critic_params, config.tau),
-                state.target_critic_params)
-            new_state = TrainingState(policy_params, critic_params, target_policy, target_critic,
-                                      policy_opt_state, critic_opt_state, steps)
-            return new_state, {"critic_loss": c_loss, "policy_loss": p_loss}
-
-        state, metrics = jax.lax.scan(one_step, state, batches)
+        frequency = config.policy_frequency
+        groups = jax.tree_util.tree_map(
+            lambda x: x.reshape(x.shape[0] // frequency, frequency, *x.shape[1:]), batches)
+        state, metrics = jax.lax.scan(one_group, state, groups)
         return state, jax.tree_util.tree_map(jnp.mean, metrics)
 
     def policy_params(self) -> Any:
