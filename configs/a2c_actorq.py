@@ -24,6 +24,9 @@ PRESETS: dict[str, tuple[int, int, dict, bool]] = {
     "acrobot": (500_000, 16, {"unrolls_per_batch": 16, "normalize_observations": True}, False),
     "mountaincar": (1_000_000, 16, {"unrolls_per_batch": 16, "normalize_observations": True,
                                     "normalize_rewards": True}, False),
+    # LunarLander-v3 (Box2D, discrete): the Zoo's tuned LunarLander-v2 A2C (benchmark 155.8 at 2e5).
+    "lunarlander": (200_000, 8, {"unrolls_per_batch": 8, "discount": 0.995,
+                                 "learning_rate": 8.3e-4, "entropy_coef": 1e-5}, True),
     "halfcheetah": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
     "walker2d": (1_000_000, 4, {**_CONTINUOUS, "unrolls_per_batch": 4}, True),
     "bipedalwalker": (5_000_000, 16, {**_CONTINUOUS, "unrolls_per_batch": 16}, True),

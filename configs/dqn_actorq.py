@@ -19,7 +19,7 @@ PRESETS: dict[str, tuple[int, int]] = {
     "mountaincar": (200_000, 100),
     "acrobot": (100_000, 1000),
 }
-SMALL = ("cartpole_small", "acrobot_small", "mountaincar_small")
+SMALL = ("cartpole_small", "acrobot_small", "mountaincar_small", "lunarlander_small")
 # The MinAtar paper's DQN (Young & Tian 2019, "DQN" with replay and a target network): its conv
 # network, 5M frames, batch 32, one SGD step per env step, replay 100k (starting at 5k), target
 # copied every 1000 steps, epsilon 1 -> 0.1 over the first 100k steps, discount 0.99. Not carried
@@ -98,6 +98,16 @@ _SMALL: dict[str, dict[str, Any]] = {
     # docs/learning.md, MountainCar). The default int8 recipe removes that offset (PTQ of a
     # trained policy: 0% lost, against 27% for this quantizer), but learning runs with its actors
     # ended at >= -110 in 2 of 6 seeds (these: 5 of the same 6; docs/ptq.md), so this stays.
+    # Zoo (tuned LunarLander-v2, its benchmark 154 +- 79 at 1e5): 1e5 steps, lr 6.3e-4, batch 128,
+    # buffer 5e4, train_freq 4 / gradient_steps -1 (one SGD step per env step), target 250,
+    # learning_starts 0, exploration 0.12 -> 0.1 (acrobot's settings).
+    "lunarlander": dict(
+        max_actor_steps=100_000, samples_per_insert=128.0, min_size=1000, max_size=50_000,
+        eval_every_steps=5_000,  # episodes run up to 1000 steps
+        learner=dict(learning_rate=6.3e-4, batch_size=128, sgd_steps_per_call=4,
+                     target_update_period=250, epsilon_decay_steps=12_000, epsilon_min=0.1,
+                     epsilon_max=0.1, discount=0.99),
+    ),
     "mountaincar": dict(
         quantizer="fp32head_uact_int8",
         max_actor_steps=120_000, samples_per_insert=64.0, min_size=1000, max_size=10_000,
@@ -114,7 +124,7 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
     small = preset in SMALL
     pixels = preset in _PIXELS
     task = preset.removesuffix("_small") if small else preset
-    if task not in PRESETS and not pixels:
+    if task not in PRESETS and not pixels and not small:
         valid = ", ".join(sorted([*PRESETS, *SMALL, *_PIXELS]))
         raise ValueError(f"unknown dqn_actorq preset {preset!r}; valid: {valid}")
     steps, pull_period = PRESETS.get(task, (0, 100))
@@ -139,7 +149,8 @@ def get_config(preset: str | None = None) -> ml_collections.ConfigDict:
         config.replay.max_size = settings.get("max_size", 100_000)
         config.max_actor_steps = settings["max_actor_steps"]
         config.quantizer = settings.get("quantizer", config.quantizer)
-        config.eval_every_steps = config.max_actor_steps // 50 if pixels else 2_000
+        config.eval_every_steps = settings.get(
+            "eval_every_steps", config.max_actor_steps // 50 if pixels else 2_000)
         config.eval_episodes = 10
         config.pull_period = 100
     return config

@@ -38,7 +38,7 @@ DMC_TASKS = (
     "humanoid_stand",
     "humanoid_walk",
 )
-GYM_TASKS = ("cartpole", "acrobot", "mountaincar")
+GYM_TASKS = ("cartpole", "acrobot", "mountaincar", "lunarlander")
 GYM_CONTINUOUS_TASKS = (
     "halfcheetah",
     "walker2d",
@@ -46,6 +46,7 @@ GYM_CONTINUOUS_TASKS = (
     "bipedalwalker",
     "mountaincar_continuous",
     "pendulum",
+    "lunarlander_continuous",
 )
 # The pixel tasks (Atari, MinAtar: uint8 images) are tested in tests/test_pixel_envs.py.
 STATE_TASKS = tuple(task for task in TASKS if not is_pixel(task))

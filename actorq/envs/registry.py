@@ -32,11 +32,13 @@ _DMC_TASKS: Mapping[str, tuple[str, str]] = {
     "humanoid_walk": ("humanoid", "walk"),
 }
 
-# Paper task name -> gymnasium environment id (classic control, discrete actions).
+# Task name -> gymnasium environment id (discrete actions): the paper's classic control, plus
+# LunarLander (Box2D, needs box2d) as a discrete Box2D task for DQN.
 _GYM_TASKS: Mapping[str, str] = {
     "cartpole": "CartPole-v1",
     "acrobot": "Acrobot-v1",
     "mountaincar": "MountainCar-v0",
+    "lunarlander": "LunarLander-v3",
 }
 
 # Paper task name -> gymnasium environment id (Box actions). MuJoCo v5 needs mujoco and
@@ -48,6 +50,7 @@ _GYM_CONTINUOUS_TASKS: Mapping[str, str] = {
     "bipedalwalker": "BipedalWalker-v3",
     "mountaincar_continuous": "MountainCarContinuous-v0",
     "pendulum": "Pendulum-v1",
+    "lunarlander_continuous": "LunarLanderContinuous-v3",
 }
 
 # Task name -> ALE game (the gymnasium id is ALE/<game>-v5).
