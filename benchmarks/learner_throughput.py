@@ -23,8 +23,17 @@ _CALLS = flags.DEFINE_integer("calls", 10, "Timed learner calls per setting (aft
 _STEPS_PER_CALL = flags.DEFINE_list("sgd_steps_per_call", ["1", "4"], "Settings to compare.")
 
 TASKS = {"d4pg": "walker_stand", "dqn": "cartpole", "ddpg": "halfcheetah"}
-NETWORKS = {"d4pg": "policy 3x2048, critic 512-512-256", "dqn": "Q 3x2048",
-            "ddpg": "CleanRL: policy 256-256, critic 256-256, policy every 2 steps"}
+
+
+def describe_networks(config) -> str:
+    """The hidden sizes (and the policy delay, where there is one) that the learner measured
+    with, read from its config."""
+    parts = [f"{name.removesuffix('hidden_sizes').rstrip('_') or 'network'} "
+             f"{'-'.join(map(str, sizes))}"
+             for name, sizes in vars(config).items() if name.endswith("hidden_sizes")]
+    if getattr(config, "policy_frequency", 1) > 1:
+        parts.append(f"policy every {config.policy_frequency} steps")
+    return ", ".join(parts)
 
 
 def random_batches(builder, batch_size: int, steps_per_call: int):
@@ -44,9 +53,9 @@ def random_batches(builder, batch_size: int, steps_per_call: int):
         yield batch
 
 
-def measure(agent: str, steps_per_call: int) -> tuple[float, float]:
-    """(SGD steps/s, ms per SGD step) for the agent's default networks at batch 256 (the paper's
-    for D4PG and DQN, CleanRL's MuJoCo settings for DDPG)."""
+def measure(agent: str, steps_per_call: int) -> tuple[float, float, str, int]:
+    """(SGD steps/s, ms per SGD step, networks, batch size) for the agent's default networks
+    (the paper's for D4PG and DQN, CleanRL's MuJoCo settings for DDPG)."""
     env = make_environment(TASKS[agent], seed=0)
     builder = make_builder(agent, {"sgd_steps_per_call": steps_per_call}, env)
     learner = builder.make_learner(
@@ -59,7 +68,8 @@ def measure(agent: str, steps_per_call: int) -> tuple[float, float]:
         learner.step()
     elapsed = time.perf_counter() - start
     steps = _CALLS.value * steps_per_call
-    return steps / elapsed, 1e3 * elapsed / steps
+    return (steps / elapsed, 1e3 * elapsed / steps, describe_networks(builder.config),
+            builder.config.batch_size)
 
 
 def main(argv: list[str]) -> None:
@@ -76,11 +86,11 @@ def main(argv: list[str]) -> None:
     for agent in _AGENTS.value:
         for per_call in steps_per_call:
             try:
-                rate, ms = measure(agent, per_call)
+                rate, ms, networks, batch = measure(agent, per_call)
             except ValueError as e:  # e.g. DDPG: not a multiple of its policy_frequency
-                print(f"| {agent} | {NETWORKS[agent]} | 256 | {per_call} | - | {e} |")
+                print(f"| {agent} | - | - | {per_call} | - | {e} |")
                 continue
-            print(f"| {agent} | {NETWORKS[agent]} | 256 | {per_call} | {rate:.2f} | {ms:.1f} |")
+            print(f"| {agent} | {networks} | {batch} | {per_call} | {rate:.2f} | {ms:.1f} |")
 
 
 if __name__ == "__main__":
