@@ -223,6 +223,44 @@ def test_continuous_drift_is_an_action_distance():
     assert row["policy_drift_action_distance/int2"] > 1e-3
 
 
+def test_drift_of_a_smoothed_package_compares_against_the_unsmoothed_network():
+    """The recipe's package divides each feature by its smoothing factor and folds the factor
+    into its first kernel; the float network must read the features unsmoothed. Measured
+    against the network on smoothed inputs (the old bug), this package drifted by ~1 on
+    features of very different scales; against the right inputs it matches a direct
+    comparison and stays small."""
+    import jax
+
+    import actorq.quantization as q
+    from actorq.analysis.drift import PolicyDrift, package_outputs
+    from actorq.analysis.ptq import action_distances
+    from configs import d4pg_actorq
+    from launchpad_programs.nodes import make_builder_for
+
+    builder = make_builder_for(d4pg_actorq.get_config("cartpole_balance_small"))
+    network = builder.policy_network
+    params = network.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    # Features whose scales differ by 1e4, so the smoothing factors are far from 1.
+    scales = np.geomspace(1e-2, 1e2, builder.observation_size).astype(np.float32)
+    observations = (np.random.default_rng(0).normal(size=(64, builder.observation_size))
+                    .astype(np.float32) * scales)
+    package = q.make_quantizer("int8").with_calibration(observations).quantize(params, network, 1)
+    assert package.input_smoothing is not None
+    assert np.max(np.abs(np.log(package.input_smoothing))) > 1.0
+    row = PolicyDrift(network, builder.evaluation_action, observations).measure(
+        params, {"int8": package})
+    direct = action_distances(
+        builder.evaluation_action(np.asarray(network.apply(params, observations))),
+        builder.evaluation_action(package_outputs(package, observations)))[0]
+    assert row["policy_drift_action_distance/int8"] == pytest.approx(direct, rel=1e-5)
+    assert row["policy_drift_action_distance/int8"] < 0.05
+    smoothed_inputs = package.prepare(observations)
+    wrong = action_distances(
+        builder.evaluation_action(np.asarray(network.apply(params, smoothed_inputs))),
+        builder.evaluation_action(package_outputs(package, observations)))[0]
+    assert wrong > 10 * row["policy_drift_action_distance/int8"]
+
+
 def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
     """Once replay is warm, the drift batch also calibrates quantizers that take observations:
     the GPTQ and int8-recipe packages of the next version are the ones their quantizers make

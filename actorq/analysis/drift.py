@@ -69,8 +69,9 @@ class PolicyDrift:
         measures ~0: the same function computed by the reference instead of Flax)."""
         out: dict[str, float] = {}
         for precision, package in packages.items():
-            # The network sees what the package's runtime sees (normalized, or pixel codes).
-            fp32 = np.asarray(self._apply(params, package.prepare(self._observations)))
+            # The network sees what it was trained on: the package's normalizer (or pixel
+            # codes), without the input smoothing folded into the package's first kernel.
+            fp32 = np.asarray(self._apply(params, package.network_input(self._observations)))
             metrics = drift_metrics(self._evaluation_action, fp32,
                                     package_outputs(package, self._observations))
             out.update({f"policy_drift_{name}/{precision}": value

@@ -334,10 +334,19 @@ class PolicyPackage:
         """What a runtime feeds its network: ``uint8 [batch, H, W, C]`` codes for pixel
         packages (integers outside ``[0, 255]`` raise ValueError), else ``float32 [batch,
         features]`` through :meth:`normalize`."""
+        return self._prepare(observations, smoothed=True)
+
+    def network_input(self, observations: np.ndarray) -> np.ndarray:
+        """What the float network that this package quantizes reads: :meth:`prepare` without
+        the input smoothing, which the package folds into its first kernel (the float
+        network on smoothed inputs is a different function)."""
+        return self._prepare(observations, smoothed=False)
+
+    def _prepare(self, observations: np.ndarray, smoothed: bool) -> np.ndarray:
         observations = np.asarray(observations)
         if not self.pixels:
             batch = observations.reshape(observations.shape[0], -1)
-            return self.normalize(batch.astype(np.float32, copy=False))
+            return self.normalize(batch.astype(np.float32, copy=False), smoothed=smoothed)
         if observations.shape[1:] != self.input_shape:
             raise PackageError(f"policy package reads observations of shape {self.input_shape}, "
                                f"got {observations.shape[1:]}")
@@ -349,14 +358,14 @@ class PolicyPackage:
             observations = observations.astype(np.uint8)
         return np.ascontiguousarray(observations)
 
-    def normalize(self, observations: np.ndarray) -> np.ndarray:
+    def normalize(self, observations: np.ndarray, smoothed: bool = True) -> np.ndarray:
         """What the first layer reads, in fp32 (every runtime applies it before that layer):
         :func:`normalize_observations` with the package's normalizer, if any, then divided by
-        ``input_smoothing``, if any."""
+        ``input_smoothing``, if any (and ``smoothed``)."""
         if self.observation_mean is not None:
             observations = normalize_observations(observations, self.observation_mean,
                                                   self.observation_std)
-        if self.input_smoothing is not None:
+        if smoothed and self.input_smoothing is not None:
             observations = (observations / self.input_smoothing).astype(np.float32, copy=False)
         return observations
 
