@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from actorq.agents.d4pg.config import D4PGConfig
-from actorq.networks import MLP, DistributionalCritic, make_policy_network
+from actorq.networks import DistributionalCritic, make_policy_network
+from actorq.networks.actor_critic import ActorCriticNetworks
 from actorq.quantization.qat import fake_quant_dot_general
 
-
-@dataclasses.dataclass(frozen=True)
-class D4PGNetworks:
-    """The modules plus the QAT variant of the policy (same params, fake-quantized matmuls)."""
-
-    policy: MLP
-    critic: DistributionalCritic
-    qat_policy: MLP | None
-    observation_size: int
-    action_size: int
-
-    def init(self, key: jax.Array) -> tuple[dict, dict]:
-        """Fresh (policy_params, critic_params)."""
-        policy_key, critic_key = jax.random.split(key)
-        obs = jnp.zeros((1, self.observation_size), jnp.float32)
-        act = jnp.zeros((1, self.action_size), jnp.float32)
-        return self.policy.init(policy_key, obs), self.critic.init(critic_key, obs, act)
+D4PGNetworks = ActorCriticNetworks[DistributionalCritic]
 
 
 def make_networks(config: D4PGConfig, observation_size: int, action_size: int) -> D4PGNetworks:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from actorq.agents.ddpg.config import DDPGConfig
 from actorq.networks import MLP, make_policy_network
+from actorq.networks.actor_critic import ActorCriticNetworks
 from actorq.quantization.qat import fake_quant_dot_general
 
 
@@ -24,20 +23,7 @@ class QCritic(nn.Module):
         return MLP(hidden_sizes=self.hidden_sizes, output_size=1, name="q")(x)[..., 0]
 
 
-@dataclasses.dataclass(frozen=True)
-class DDPGNetworks:
-    policy: MLP
-    critic: QCritic
-    qat_policy: MLP | None
-    observation_size: int
-    action_size: int
-
-    def init(self, key: jax.Array) -> tuple[dict, dict]:
-        """Fresh (policy_params, critic_params)."""
-        policy_key, critic_key = jax.random.split(key)
-        obs = jnp.zeros((1, self.observation_size), jnp.float32)
-        act = jnp.zeros((1, self.action_size), jnp.float32)
-        return self.policy.init(policy_key, obs), self.critic.init(critic_key, obs, act)
+DDPGNetworks = ActorCriticNetworks[QCritic]
 
 
 def make_networks(config: DDPGConfig, observation_size: int, action_size: int) -> DDPGNetworks:

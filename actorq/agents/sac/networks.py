@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import flax.linen as nn
@@ -10,6 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from actorq.agents.sac.config import SACConfig
+from actorq.networks.actor_critic import ActorCriticNetworks
 from actorq.networks.mlp import MLP, DotGeneral
 from actorq.quantization.qat import fake_quant_dot_general
 
@@ -47,22 +47,7 @@ def make_sac_policy_network(
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class SACNetworks:
-    """The modules plus the QAT variant of the policy (same params, fake-quantized matmuls)."""
-
-    policy: MLP
-    critic: TwinCritic
-    qat_policy: MLP | None
-    observation_size: int
-    action_size: int
-
-    def init(self, key: jax.Array) -> tuple[dict, dict]:
-        """Fresh float32 ``(policy_params, critic_params)``."""
-        policy_key, critic_key = jax.random.split(key)
-        obs = jnp.zeros((1, self.observation_size), jnp.float32)
-        act = jnp.zeros((1, self.action_size), jnp.float32)
-        return self.policy.init(policy_key, obs), self.critic.init(critic_key, obs, act)
+SACNetworks = ActorCriticNetworks[TwinCritic]
 
 
 def make_networks(config: SACConfig, observation_size: int, action_size: int) -> SACNetworks:
