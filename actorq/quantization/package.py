@@ -330,19 +330,16 @@ class PolicyPackage:
         """Whether the package reads integer-coded ``uint8 [batch, H, W, C]`` observations."""
         return self.input_shape is not None
 
-    def prepare(self, observations: np.ndarray) -> np.ndarray:
-        """What a runtime feeds its network: ``uint8 [batch, H, W, C]`` codes for pixel
-        packages (integers outside ``[0, 255]`` raise ValueError), else ``float32 [batch,
-        features]`` through :meth:`normalize`."""
-        return self._prepare(observations, smoothed=True)
-
     def network_input(self, observations: np.ndarray) -> np.ndarray:
         """What the float network that this package quantizes reads: :meth:`prepare` without
         the input smoothing, which the package folds into its first kernel (the float
         network on smoothed inputs is a different function)."""
-        return self._prepare(observations, smoothed=False)
+        return self.prepare(observations, smoothed=False)
 
-    def _prepare(self, observations: np.ndarray, smoothed: bool) -> np.ndarray:
+    def prepare(self, observations: np.ndarray, smoothed: bool = True) -> np.ndarray:
+        """What a runtime feeds its network: ``uint8 [batch, H, W, C]`` codes for pixel
+        packages (integers outside ``[0, 255]`` raise ValueError), else ``float32 [batch,
+        features]`` through :meth:`normalize`."""
         observations = np.asarray(observations)
         if not self.pixels:
             batch = observations.reshape(observations.shape[0], -1)
