@@ -7,3 +7,6 @@ bash runs/s10/mismatch_lag0.sh 1
 bash runs/s9/ddpg_lunarlander_continuous.sh int8 0
 python -m experiments.learning_check --config=configs/ddpg_actorq.py:walker2d --quantizers=int8 --seeds=0 \
     --threshold=1250 --out_dir=runs/ddpg_walker2d/seed0
+
+python -m experiments.learning_check --config=configs/ddpg_actorq.py:walker2d --quantizers=int8 --seeds=1 \
+    --threshold=1250 --out_dir=runs/ddpg_walker2d/seed1
