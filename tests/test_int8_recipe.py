@@ -138,6 +138,42 @@ def test_without_calibration_the_recipe_is_round_to_nearest(policy):
         np.testing.assert_array_equal(a.bias, b.bias)
 
 
+def test_the_float_head_variant_is_the_recipe_with_an_fp32_output_layer(policy):
+    net, params, calibration, test = policy
+    spec = "recipe_fp32head_int8"
+    head = q.make_quantizer(spec).with_calibration(calibration).quantize(params, net, 0)
+    recipe = q.make_quantizer("int8").with_calibration(calibration).quantize(params, net, 0)
+    *body, last = head.layers
+    assert last.kernel.dtype == np.float32 and last.kernel_scale is None
+    np.testing.assert_array_equal(last.kernel, np.asarray(mlp_layers(params)[-1][0]))
+    np.testing.assert_array_equal(last.bias, np.asarray(mlp_layers(params)[-1][1]))
+    # The hidden layers are the recipe's: smoothed, rounded and bias-corrected alike.
+    np.testing.assert_array_equal(head.input_smoothing, recipe.input_smoothing)
+    for ours, theirs in zip(body, recipe.layers[:-1]):
+        np.testing.assert_array_equal(ours.kernel, theirs.kernel)
+        np.testing.assert_array_equal(ours.bias, theirs.bias)
+    reference = np.asarray(net.apply(params, test))
+    errors = {name: float(np.abs(q.make_reference_forward(package)(test) - reference).mean())
+              for name, package in ((spec, head), ("int8", recipe))}
+    assert errors[spec] < errors["int8"]
+    # Uncalibrated, it is round-to-nearest with the fp32 head.
+    plain = q.make_quantizer(spec).quantize(params, net, 0)
+    rtn_head = q.make_quantizer("fp32head_int8").quantize(params, net, 0)
+    for a, b in zip(plain.layers, rtn_head.layers):
+        np.testing.assert_array_equal(a.kernel, b.kernel)
+
+
+def test_a_one_layer_float_head_keeps_the_smoothing_folded_in():
+    net = make_q_network(2, ())
+    params = net.init(jax.random.key(1), np.zeros((1, OBS), np.float32))
+    obs = (np.random.default_rng(1).standard_normal((64, OBS)) * FEATURE_SCALES).astype(np.float32)
+    package = q.make_quantizer("recipe_fp32head_int8").with_calibration(obs).quantize(params, net, 0)
+    assert package.input_smoothing is not None and package.layers[0].kernel_scale is None
+    # The package divides the input by the smoothing: the float head must be the smoothed kernel.
+    np.testing.assert_allclose(q.make_reference_forward(package)(obs), net.apply(params, obs),
+                               rtol=1e-4, atol=1e-4)
+
+
 def test_unsigned_codes_only_where_a_relu_feeds_the_layer():
     net = make_policy_network(2, (16, 16))  # ReLU hidden layers
     params = net.init(jax.random.key(0), np.zeros((1, OBS), np.float32))

@@ -156,6 +156,9 @@ class RecipeIntQuantizer(IntQuantizer):
     alpha: float = SMOOTHING_ALPHA
     smoothing: bool = True
     bias_correction: bool = True
+    # Keep the output layer fp32 (``recipe_fp32head_int<b>``): for a greedy DQN head whose action
+    # gaps are far below the Q-values' size, the int8 output layer's rounding picks the action.
+    float_head: bool = False
     calibration: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def with_calibration(self, observations: np.ndarray) -> RecipeIntQuantizer:
@@ -171,9 +174,11 @@ class RecipeIntQuantizer(IntQuantizer):
             return dataclasses.replace(self, unsigned_activations=False).quantize(
                 params, network, version)
         if getattr(network, "conv_layers", ()):
-            return self._quantize_conv(params, network, version)
+            package = self._quantize_conv(params, network, version)
+            return self._float_head(package, mlp_layers(params)[-1]) if self.float_head else package
         if self.calibration is None:
-            return super().quantize(params, network, version)
+            package = super().quantize(params, network, version)
+            return self._float_head(package, mlp_layers(params)[-1]) if self.float_head else package
         layers = mlp_layers(params)
         kernels = [np.asarray(kernel, np.float32) for kernel, _ in layers]
         biases = [np.asarray(bias, np.float32) for _, bias in layers]
@@ -187,6 +192,9 @@ class RecipeIntQuantizer(IntQuantizer):
             kernels[0] = kernels[0] * factors[:, None]
             inputs = inputs / factors
         package = self.package_layers(list(zip(kernels, biases)), network, version)
+        if self.float_head:
+            # kernels[-1] carries the smoothing when the head is also the first layer.
+            package = self._float_head(package, (kernels[-1], biases[-1]))
         if self.bias_correction:
             rows = np.linspace(0, len(inputs) - 1, min(BIAS_CORRECTION_ROWS, len(inputs)))
             biases = corrected_biases(kernels, package, inputs[rows.astype(np.int64)])
@@ -194,6 +202,13 @@ class RecipeIntQuantizer(IntQuantizer):
                 dataclasses.replace(layer, bias=bias)
                 for layer, bias in zip(package.layers, biases)))
         return dataclasses.replace(package, input_smoothing=factors)
+
+    @staticmethod
+    def _float_head(package: PolicyPackage, head: tuple[Any, Any]) -> PolicyPackage:
+        kernel, bias = head
+        layer = dataclasses.replace(package.layers[-1], kernel=np.asarray(kernel, np.float32),
+                                    bias=np.asarray(bias, np.float32), kernel_scale=None)
+        return dataclasses.replace(package, layers=(*package.layers[:-1], layer))
 
     def _quantize_conv(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         """Round-to-nearest kernels; with calibration frames and 8 bits, static codes between
@@ -223,6 +238,11 @@ register_quantizer("int", lambda bits: RecipeIntQuantizer(f"int{bits}", bits), p
 register_quantizer(
     "recipe_uact_int",
     lambda bits: RecipeIntQuantizer(f"recipe_uact_int{bits}", bits, unsigned_activations=True),
+    parametric=True,
+)
+register_quantizer(
+    "recipe_fp32head_int",
+    lambda bits: RecipeIntQuantizer(f"recipe_fp32head_int{bits}", bits, float_head=True),
     parametric=True,
 )
 # Ablations, each without one ingredient.
