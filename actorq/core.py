@@ -101,6 +101,8 @@ class Builder(Protocol):
     uses_priorities: bool
     config: Any
     observation_size: int
+    # The policy's outputs are action values and the action is their argmax (DQN).
+    action_value_head: bool
 
     @property
     def policy_output_size(self) -> int:

@@ -109,12 +109,12 @@ class LearnerVariableSource:
     def __init__(self, learner: Any, builder: Builder, quantizer_spec: str) -> None:
         # Imported here: actor and evaluator processes import this module but never quantize,
         # and the quantizers bring JAX and AQT.
-        from actorq.quantization import make_quantizer
+        from actorq.quantization import make_policy_quantizer
 
         self._learner = learner
         self._builder = builder
         self._network = builder.policy_network
-        self._quantizer = make_quantizer(quantizer_spec)
+        self._quantizer = make_policy_quantizer(quantizer_spec, builder.action_value_head)
         self._calibration: np.ndarray | None = None
         self._latest: tuple[int, bytes] | None = None
         self.latest_package: PolicyPackage | None = None

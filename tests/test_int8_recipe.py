@@ -167,7 +167,8 @@ def test_a_one_layer_float_head_keeps_the_smoothing_folded_in():
     net = make_q_network(2, ())
     params = net.init(jax.random.key(1), np.zeros((1, OBS), np.float32))
     obs = (np.random.default_rng(1).standard_normal((64, OBS)) * FEATURE_SCALES).astype(np.float32)
-    package = q.make_quantizer("recipe_fp32head_int8").with_calibration(obs).quantize(params, net, 0)
+    quantizer = q.make_quantizer("recipe_fp32head_int8").with_calibration(obs)
+    package = quantizer.quantize(params, net, 0)
     assert package.input_smoothing is not None and package.layers[0].kernel_scale is None
     # The package divides the input by the smoothing: the float head must be the smoothed kernel.
     np.testing.assert_allclose(q.make_reference_forward(package)(obs), net.apply(params, obs),
@@ -246,9 +247,14 @@ class _Learner:
     def policy_params(self):
         return self._params
 
+    def policy_extras(self):  # what an on-policy learner adds (head, normalizer): none here
+        return {}
+
 
 class _NormalizingBuilder:
     """What a PPO builder hands the publisher: the network and the observation normalizer."""
+
+    action_value_head = False
 
     def __init__(self, net, mean, std):
         self.policy_network = net
@@ -278,3 +284,39 @@ def test_the_publisher_calibrates_on_normalized_observations(policy):
     np.testing.assert_allclose(package.input_smoothing, smoothing_factors(normalized, kernel),
                                rtol=1e-6)
     assert not np.allclose(package.input_smoothing, smoothing_factors(calibration, kernel))
+
+
+@pytest.mark.parametrize("agent,preset,float_head", [
+    ("dqn", "cartpole_small", True), ("ppo", "cartpole", False), ("ddpg", "pendulum", False)])
+def test_the_default_int8_keeps_only_an_action_value_head_fp32(agent, preset, float_head):
+    """DQN's builder says its outputs are action values: its publisher's ``int8`` (the recipe)
+    keeps the output layer fp32 and every other layer int8, calibrated or not. Other agents'
+    int8 packages are integer throughout. Quantizers without the variant are left alone."""
+    import importlib
+
+    from launchpad_programs import nodes
+
+    config = importlib.import_module(f"configs.{agent}_actorq").get_config(preset)
+    builder = nodes.make_builder_for(config)
+    assert builder.action_value_head is float_head
+    net = builder.policy_network
+    params = net.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    learner = _Learner(params)
+    source = nodes.LearnerVariableSource(learner, builder, "int8")
+    calibration = np.random.default_rng(0).standard_normal(
+        (64, builder.observation_size)).astype(np.float32)
+    for calibrate in (False, True):
+        if calibrate:
+            assert source.calibrate(calibration)
+            learner.steps += 1
+        package = PolicyPackage.from_bytes(source.latest()[1])
+        assert package.quantizer == "int8"
+        assert all(layer.kernel_scale is not None for layer in package.layers[:-1])
+        assert (package.layers[-1].kernel_scale is None) is float_head
+        if float_head:
+            np.testing.assert_array_equal(package.layers[-1].kernel,
+                                          np.asarray(mlp_layers(params)[-1][0]))
+    assert package.input_smoothing is not None  # the calibrated (last) package is the recipe's
+    plain = q.make_policy_quantizer("rtn_int8", action_values=True)
+    assert plain == q.make_quantizer("rtn_int8")
+    assert plain.quantize(params, net, 0).layers[-1].kernel_scale is not None

@@ -48,6 +48,10 @@ class AgentBuilder:
     # Whether the networks factory takes pixel observations (``observation_shape=(H, W, C)``,
     # a conv torso chosen by ``config.torso``).
     pixel_observations: ClassVar[bool] = False
+    # Whether the policy's outputs are action values whose argmax is the action (DQN). Their
+    # gaps are small beside their size, so the int8 recipe keeps such an output layer fp32
+    # (``make_policy_quantizer``; docs/ptq.md).
+    action_value_head: ClassVar[bool] = False
 
     def __init__(self, config: Any, environment_spec: Mapping[str, Any]) -> None:
         obs_spec, act_spec = environment_spec["observation"], environment_spec["action"]

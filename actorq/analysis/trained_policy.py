@@ -19,7 +19,7 @@ import numpy as np
 from actorq.checkpointing import Checkpointer
 from actorq.envs import is_discrete
 from actorq.networks.mlp import MLP
-from actorq.quantization import make_quantizer
+from actorq.quantization import make_policy_quantizer
 from actorq.quantization.package import PolicyPackage, first_layer_inputs
 
 CONFIG_FILE = "config.json"
@@ -72,7 +72,7 @@ class TrainedPolicy:
         ``calibration``: raw observations for quantizers that take them (``with_calibration``,
         e.g. GPTQ and the int8 recipe), normalized as the package will; others ignore it.
         """
-        q = make_quantizer(quantizer)
+        q = make_policy_quantizer(quantizer, self.builder.action_value_head)
         if calibration is not None and hasattr(q, "with_calibration"):
             q = q.with_calibration(first_layer_inputs(calibration, self.extras))
         package = q.quantize(self.params, self.network, self.learner_steps)

@@ -23,6 +23,7 @@ _LAZY = {
     "fake_quant_dot_general": "actorq.quantization.qat",
     "available_quantizers": "actorq.quantization.registry",
     "make_quantizer": "actorq.quantization.registry",
+    "make_policy_quantizer": "actorq.quantization.registry",
     "register_quantizer": "actorq.quantization.registry",
 }
 __getattr__ = lazy_getattr(__name__, _LAZY)

@@ -20,16 +20,20 @@ from actorq.quantization.package import PolicyPackage
 from actorq.quantization.registry import register_quantizer
 
 
+def with_float_output_layer(package: PolicyPackage, kernel: Any, bias: Any) -> PolicyPackage:
+    """``package`` with its last layer replaced by the fp32 ``kernel`` and ``bias``."""
+    head = dataclasses.replace(package.layers[-1], kernel=np.asarray(kernel, np.float32),
+                               bias=np.asarray(bias, np.float32), kernel_scale=None)
+    return dataclasses.replace(package, layers=(*package.layers[:-1], head))
+
+
 @dataclasses.dataclass(frozen=True)
 class FloatHeadIntQuantizer(IntQuantizer):
     """:class:`IntQuantizer` with the last (output) layer kept in fp32."""
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
         package = super().quantize(params, network, version)
-        kernel, bias = mlp_layers(params)[-1]
-        head = dataclasses.replace(package.layers[-1], kernel=np.asarray(kernel, np.float32),
-                                   bias=np.asarray(bias, np.float32), kernel_scale=None)
-        return dataclasses.replace(package, layers=(*package.layers[:-1], head))
+        return with_float_output_layer(package, *mlp_layers(params)[-1])
 
 
 register_quantizer(

@@ -82,3 +82,16 @@ def make_quantizer(spec: str) -> Any:
         f"unknown quantizer {spec!r}; valid: {', '.join(available_quantizers())} "
         "(integer families take 2..8 bits, e.g. int4)"
     )
+
+
+def make_policy_quantizer(spec: str, action_values: bool) -> Any:
+    """The quantizer for ``spec`` as it packages one agent's policy.
+
+    ``action_values``: the policy's outputs are action values whose argmax is the action
+    (``Builder.action_value_head``). A quantizer with a variant for such heads
+    (``for_action_values``: the int8 recipe keeps their output layer fp32) returns it.
+    """
+    quantizer = make_quantizer(spec)
+    if action_values and hasattr(quantizer, "for_action_values"):
+        quantizer = quantizer.for_action_values()
+    return quantizer

@@ -23,6 +23,7 @@ class DQNBuilder(AgentBuilder):
     networks_factory = "actorq.agents.dqn.networks:make_networks"
     pixel_observations = True
     learner_factory = "actorq.agents.dqn.learning:DQNLearner"
+    action_value_head = True
 
     @property
     def uses_priorities(self) -> bool:
