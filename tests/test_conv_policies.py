@@ -357,3 +357,24 @@ def test_static_codes_round_trip_and_misplaced_scales_are_refused(monkeypatch):
     with pytest.raises(PackageError, match="static codes"):
         PolicyPackage("int8", 1, (conv, conv2, dense2), activation_bits=8,
                       input_shape=(10, 10, 4), input_scale=1.0)
+
+
+@pytest.mark.parametrize("policy", ["minatar_policy", "nature_policy"])
+def test_an_action_value_head_stays_fp32_after_static_codes(policy, request):
+    """A DQN conv policy's ``int8`` (the recipe for action values): static codes between the
+    convolutions and an fp32 output layer; every runtime computes the reference."""
+    net, params, frames = request.getfixturevalue(policy)
+    quantizer = q.make_policy_quantizer("int8", action_values=True)
+    package = PolicyPackage.from_bytes(
+        quantizer.with_calibration(frames[:8]).quantize(params, net, 3).to_bytes())
+    assert package.layers[-1].kernel.dtype == np.float32 and package.layers[-1].kernel_scale is None
+    assert all(layer.kernel.dtype == np.int8 for layer in package.layers[:-1])
+    assert package.layers[1].input_code_scale is not None
+    reference = q.make_reference_forward(package)(frames)
+    scale = float(np.abs(np.asarray(net.apply(params, frames))).max())
+    for name in RUNTIMES:
+        runtime = make_policy_runtime(name)
+        runtime.load(package)
+        for batch in (frames, frames[:1]):
+            np.testing.assert_allclose(runtime(batch), reference[: len(batch)], rtol=1e-5,
+                                       atol=1e-5 * scale, err_msg=f"{policy} {name}")
