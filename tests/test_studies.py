@@ -21,6 +21,7 @@ from actorq.analysis.ptq import (
     action_agreement,
     action_distances,
     action_gap_errors,
+    agreement_by_gap_quartile,
     episode_seeds,
     kl_divergence,
     parse_quantizers,
@@ -104,6 +105,18 @@ def test_action_gap_errors_measure_the_best_vs_second_difference() -> None:
     np.testing.assert_array_equal(error > gap, [False, True])  # row 1's greedy action flips
     with pytest.raises(ValueError):
         action_gap_errors(np.zeros((3, 1)), np.zeros((3, 1)))
+
+
+def test_agreement_by_gap_quartile_splits_the_observations_by_fp32_gap() -> None:
+    gaps = np.array([0.8, 0.01, 0.4, 0.02, 0.9, 0.3, 0.05, 0.6])
+    reference = np.zeros(8, np.int64)
+    # Flips at the two narrowest gaps (0.01, 0.02) and at 0.3: quarters of 2 by gap.
+    actions = np.array([0, 1, 0, 1, 0, 1, 0, 0])
+    agreements, edges = agreement_by_gap_quartile(gaps, reference, actions)
+    assert agreements == (0.0, 0.5, 1.0, 1.0)
+    np.testing.assert_allclose(edges, np.percentile(gaps, (25, 50, 75)))
+    with pytest.raises(ValueError, match="gaps"):
+        agreement_by_gap_quartile(gaps[:3], reference[:3], actions[:3])
 
 
 def test_quantizer_lists_are_validated() -> None:

@@ -142,6 +142,24 @@ def action_gap_errors(reference_q: np.ndarray, q_values: np.ndarray) -> tuple[np
     return gap, np.abs(gap_q - gap)
 
 
+def agreement_by_gap_quartile(gaps: np.ndarray, reference_actions: np.ndarray,
+                              actions: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Greedy agreement within each quartile of fp32's action gap: ``(agreements, edges)``,
+    four agreements from the narrowest-gap quarter of the observations to the widest, and the
+    gap's 25th, 50th and 75th percentiles between them. Where flips are near-ties, the
+    disagreement sits in the first quarter."""
+    gaps = np.asarray(gaps, np.float64)
+    if gaps.shape != np.shape(reference_actions) or gaps.size < 4:
+        raise ValueError(f"need >= 4 gaps, one per action, got {gaps.shape} and "
+                         f"{np.shape(reference_actions)}")
+    order = np.argsort(gaps, kind="stable")
+    quarters = np.array_split(order, 4)
+    agreements = tuple(action_agreement(np.asarray(reference_actions)[rows],
+                                        np.asarray(actions)[rows]) for rows in quarters)
+    edges = tuple(float(e) for e in np.percentile(gaps, (25, 50, 75)))
+    return agreements, edges
+
+
 def action_distances(reference_actions: np.ndarray, actions: np.ndarray) -> tuple[float, float]:
     """``(mean L2 distance over rows, max abs difference)`` of two ``[n, d]`` action arrays."""
     ref = np.asarray(reference_actions, np.float64)
@@ -178,6 +196,7 @@ class PrecisionResult:
     agreement: float | None = None
     gap_error_median: float | None = None
     agreement_wide_gaps: float | None = None
+    agreement_by_gap_quartile: tuple[float, ...] | None = None
     l2_mean: float | None = None
     max_abs: float | None = None
 
@@ -204,6 +223,7 @@ class PTQStudy:
     actions: dict[str, np.ndarray] = dataclasses.field(repr=False)
     q_abs_median: float | None = None  # discrete: fp32's median |Q| on the shared observations
     action_gap_median: float | None = None  # discrete: fp32's median best-minus-second gap
+    action_gap_quartiles: tuple[float, ...] | None = None  # discrete: its 25/50/75th percentiles
 
     def result(self, quantizer: str) -> PrecisionResult:
         """The row of ``quantizer``."""
@@ -228,6 +248,8 @@ class PTQStudy:
                                 " - (Q_fp32[a1] - Q_fp32[a2])|, a1/a2 = fp32's best/second",
             "agreement_wide_gaps": "agreement on the shared observations whose fp32 action gap "
                                    "is at least its median (where the choice matters most)",
+            "agreement_by_gap_quartile": "agreement in each quarter of the shared observations "
+                                         "ordered by fp32's action gap, narrowest first",
             "l2_mean": "mean over shared observations of ||a_fp32 - a_quant||_2",
             "max_abs": "max over observations and dimensions of |a_fp32 - a_quant|",
         }
@@ -356,6 +378,8 @@ def run_ptq_study(
                 "gap_error_median": float(np.median(
                     action_gap_errors(reference_outputs, outputs)[1])),
                 "agreement_wide_gaps": action_agreement(reference_actions[wide], acts[wide]),
+                "agreement_by_gap_quartile": agreement_by_gap_quartile(
+                    gaps, reference_actions, acts)[0],
             }
         else:
             l2, max_abs = action_distances(reference_actions, acts)
@@ -375,8 +399,9 @@ def run_ptq_study(
     if policy.discrete:
         gap_stats = {
             "q_abs_median": float(np.median(np.abs(reference_outputs))),
-            "action_gap_median": float(np.median(
-                action_gap_errors(reference_outputs, reference_outputs)[0])),
+            "action_gap_median": float(np.median(gaps)),
+            "action_gap_quartiles": agreement_by_gap_quartile(
+                gaps, reference_actions, reference_actions)[1],
         }
     return PTQStudy(
         run_dir=str(policy.run_dir),
@@ -432,6 +457,20 @@ def ptq_markdown_table(study: PTQStudy) -> str:
             cells += [_fmt(row.l2_mean, ".3g"), _fmt(row.max_abs, ".3g")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _gap_quartile_table(study: PTQStudy) -> list[str]:
+    """Report lines: each precision's greedy agreement per quarter of fp32's action gap."""
+    e1, e2, e3 = study.action_gap_quartiles
+    heads = [f"gap < {e1:.3g}", f"{e1:.3g} - {e2:.3g}", f"{e2:.3g} - {e3:.3g}", f">= {e3:.3g}"]
+    lines = ["Greedy agreement in each quarter of the observations, ordered by fp32's action gap "
+             "(narrowest first):", "",
+             "| precision | " + " | ".join(heads) + " |", "|---|" + "---:|" * 4]
+    for row in study.results:
+        if row.agreement_by_gap_quartile is not None:
+            cells = [f"{100 * a:.1f}%" for a in row.agreement_by_gap_quartile]
+            lines.append(f"| {row.quantizer} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def plot_action_distributions(study: PTQStudy, path: str | Path,
@@ -531,6 +570,7 @@ def write_ptq_report(study: PTQStudy, out_dir: str | Path,
            "flips only where quantization moves that gap by more than the gap itself, so a "
            "precision's action agreement follows its action-gap error relative to the gap.", ""]
           if study.discrete and study.q_abs_median is not None else []),
+        *(_gap_quartile_table(study) if study.discrete and study.action_gap_quartiles else []),
         f"![actions]({png.name})",
         "",
     ]
