@@ -236,6 +236,16 @@ def test_a_minatar_run_goes_through_the_whole_pipeline_in_uint8(agent, tmp_path)
 # --------------------------------------------------------------- static codes (the int8 recipe)
 
 
+def _assert_every_runtime_computes(package, reference, frames, scale, label):
+    """Each runtime's outputs on ``frames`` (and on one frame) are the reference's."""
+    for name in RUNTIMES:
+        runtime = make_policy_runtime(name)
+        runtime.load(package)
+        for batch in (frames, frames[:1]):
+            np.testing.assert_allclose(runtime(batch), reference[: len(batch)], rtol=1e-5,
+                                       atol=1e-5 * scale, err_msg=f"{label} {name}")
+
+
 def _calibrated(policy):
     net, params, frames = policy
     half = len(frames) // 2
@@ -268,12 +278,7 @@ def test_calibrated_int8_puts_static_codes_between_the_convolutions(policy, requ
     scale = float(np.abs(flax_outputs).max())
     assert np.abs(reference - flax_outputs).max() <= 0.05 * scale
     assert np.abs(reference - flax_outputs).mean() <= 1.5 * np.abs(rtn - flax_outputs).mean()
-    for name in RUNTIMES:
-        runtime = make_policy_runtime(name)
-        runtime.load(package)
-        for batch in (frames, frames[:1]):
-            np.testing.assert_allclose(runtime(batch), reference[: len(batch)], rtol=1e-5,
-                                       atol=1e-5 * scale, err_msg=f"{policy} {name}")
+    _assert_every_runtime_computes(package, reference, frames, scale, policy)
 
 
 def test_onnx_runtime_runs_static_codes_on_qlinearconv(nature_policy):
@@ -372,9 +377,4 @@ def test_an_action_value_head_stays_fp32_after_static_codes(policy, request):
     assert package.layers[1].input_code_scale is not None
     reference = q.make_reference_forward(package)(frames)
     scale = float(np.abs(np.asarray(net.apply(params, frames))).max())
-    for name in RUNTIMES:
-        runtime = make_policy_runtime(name)
-        runtime.load(package)
-        for batch in (frames, frames[:1]):
-            np.testing.assert_allclose(runtime(batch), reference[: len(batch)], rtol=1e-5,
-                                       atol=1e-5 * scale, err_msg=f"{policy} {name}")
+    _assert_every_runtime_computes(package, reference, frames, scale, policy)
