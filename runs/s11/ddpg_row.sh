@@ -4,5 +4,5 @@
 # runs/ddpg_<task> is a link to it. Resumable: rerun the same command.
 cd /work/main
 mkdir -p /root/actorq_runs/ddpg_$1 && ln -sfn /root/actorq_runs/ddpg_$1 runs/ddpg_$1
-exec python -m experiments.learning_check --config=configs/ddpg_actorq.py:$1 --quantizers=int8 --seeds=$2 \
+python -m experiments.learning_check --config=configs/ddpg_actorq.py:$1 --quantizers=int8 --seeds=$2 \
     --threshold=$3 --out_dir=runs/ddpg_$1/seed$2
