@@ -173,10 +173,9 @@ class RecipeIntQuantizer(IntQuantizer):
     def for_action_values(self) -> RecipeIntQuantizer:
         """This quantizer for a policy whose outputs are action values and whose action is their
         argmax (DQN): the output layer stays fp32, and bias correction still removes the mean
-        shift of the integer layers below it. Its Q-values' gaps are small beside their size
-        (median 0.07-0.9 against |Q| 33-95 on the DQN policies of docs/ptq.md), and an int8
-        output layer's rounding decides which action wins. The layer is the network's smallest
-        (hidden x actions), so the package grows by ~2%."""
+        shift of the integer layers below it. Q-values' gaps are small beside their size, so an
+        int8 output layer's rounding would decide which action wins (docs/ptq.md). The layer is
+        the network's smallest (hidden x actions)."""
         return dataclasses.replace(self, float_head=True)
 
     def quantize(self, params: Any, network: MLP, version: int) -> PolicyPackage:
