@@ -153,6 +153,22 @@ def test_presets_and_overrides():
         DQNConfig(epsilon_min=0.5, epsilon_max=0.1)
 
 
+@pytest.mark.parametrize("agent", ["dqn", "d4pg", "ddpg", "ppo", "a2c", "sac"])
+def test_no_preset_picks_its_own_quantizer(agent):
+    """Every preset's actors run the default int8 recipe, which decides per kind of policy head
+    what stays fp32 (docs/ptq.md); an unknown preset's error lists them all."""
+    import importlib
+    import re
+
+    module = importlib.import_module(f"configs.{agent}_actorq")
+    with pytest.raises(ValueError, match="valid: ") as error:
+        module.get_config("no_such_preset")
+    presets = re.search(r"valid: (.*)", str(error.value)).group(1).split(", ")
+    assert len(presets) >= 3
+    quantizers = {preset: module.get_config(preset).quantizer for preset in presets}
+    assert set(quantizers.values()) == {"int8"}, quantizers
+
+
 def test_dqn_learning_rate_decays_linearly_to_its_final_value():
     constant = DQNConfig(learning_rate=1e-3)
     assert constant.learning_rate_schedule == 1e-3
