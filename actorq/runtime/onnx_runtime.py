@@ -309,10 +309,13 @@ def build_graph(package: PolicyPackage) -> tuple[ModelProto, dict[str, np.ndarra
             y = g.op("Mul", [g.op("Cast", [acc], to=TensorProto.FLOAT),
                              g.op("Mul", [x_scale, f"kernel_scale_{i}"])])
         elif layer.kernel_scale is not None:
-            inputs = [xq, f"kernel_{i}", x_scale, f"kernel_scale_{i}", zero_point]
+            # A scalar b_scale, the per-channel kernel scale in its own Mul: ORT's per-column
+            # b_scale output path costs more than the extra node (docs/performance.md).
+            inputs = [xq, f"kernel_{i}", x_scale, c_one, zero_point]
             if i in unsigned_kernels:  # u8 x u8: exact on CPUs without VNNI too
                 inputs.append(c_zp_signed)
-            y = g.op("MatMulIntegerToFloat", inputs, domain=MS_DOMAIN)
+            y = g.op("Mul", [g.op("MatMulIntegerToFloat", inputs, domain=MS_DOMAIN),
+                             f"kernel_scale_{i}"])
         else:
             if codes:
                 x = g.op("Mul", [g.op("Cast", [x], to=TensorProto.FLOAT),
