@@ -191,7 +191,8 @@ def random_observations(task: str, count: int, seed: int) -> Any:
             if hasattr(spec, "num_values"):
                 action = int(rng.integers(spec.num_values))
             else:
-                action = rng.uniform(spec.minimum, spec.maximum).astype(spec.dtype)
+                # bounds may be 0-d arrays (dm_control): the shape comes from the spec
+                action = rng.uniform(spec.minimum, spec.maximum, spec.shape).astype(spec.dtype)
             timestep = env.step(action)
             if timestep.last():
                 timestep = env.reset()

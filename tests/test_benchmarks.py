@@ -148,3 +148,12 @@ def test_actor_throughput_runs_pixel_actors_on_static_code_packages(tmp_path):
     assert "the preset's conv network" in result.stdout
     row = json.loads(out.read_text())["int8/onnxruntime"]
     assert row["steps"] > 150 and row["num_pulls"] == 1 and row["imports_jax"] is False
+
+
+def test_random_observations_act_on_tasks_with_0d_action_bounds():
+    """dm_control specs give 0-d bounds (walker_stand: shape (6,), minimum -1.0): the random
+    actions that calibrate the int8 package must still have the spec's shape."""
+    from benchmarks.actor_throughput import random_observations
+
+    observations = random_observations("walker_stand", 5, 0)
+    assert observations.shape == (5, 24)
