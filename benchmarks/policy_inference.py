@@ -8,7 +8,10 @@ runtime (``xla``, ``onnxruntime``, ``onnxruntime_fused``) x precision (fp32, fp1
 batch size, plus anchors on the same weights:
 
 * ``ort-dynamic``: ONNX Runtime's own dynamic int8 (``onnxruntime.quantization.quantize_dynamic``
-  of an fp32 ONNX model; per-tensor asymmetric activations, not our numerics);
+  of an fp32 ONNX model; per-tensor asymmetric activations, not our numerics), and its two
+  settings for x86 CPUs without VNNI, where the default's u8 x s8 kernel saturates:
+  ``ort-dynamic-7bit`` (``reduce_range``: 7-bit weights, same kernel) and ``ort-dynamic-u8`` (u8
+  weights, the exact u8 x u8 kernel). Ratios "vs ort-dynamic" are against the default;
 * ``torch``: PyTorch fp32 and dynamic int8 (``torch.ao.quantization.quantize_dynamic``), what the
   QuaRL actors ran. They are only included when torch can be imported.
 
@@ -141,7 +144,19 @@ def make_params(args):
     return net, params
 
 
-def ort_dynamic_anchor(fp32_package, threads: int):
+# ONNX Runtime's own dynamic int8 (quantize_dynamic of the fp32 model), as anchors: its default
+# (s8 weights; the issue's anchor), and the two settings its docs give for x86 CPUs without VNNI,
+# whose u8 x s8 kernel saturates pairs of products to int16 (actorq.runtime.onnx_runtime.
+# u8s8_saturates): 7-bit weights (reduce_range) and u8 weights (the exact u8 x u8 kernel).
+ORT_DYNAMIC_ANCHORS = {
+    "ort-dynamic": {"weight_type": "QInt8"},
+    "ort-dynamic-7bit": {"weight_type": "QInt8", "reduce_range": True},
+    "ort-dynamic-u8": {"weight_type": "QUInt8"},
+}
+
+
+def ort_dynamic_anchor(fp32_package, threads: int, weight_type: str = "QInt8",
+                       reduce_range: bool = False):
     """ONNX Runtime dynamic int8 (its own quantize_dynamic) of the fp32 model of the package."""
     import logging
 
@@ -155,7 +170,7 @@ def ort_dynamic_anchor(fp32_package, threads: int):
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = Path(tmp) / "fp32.onnx", Path(tmp) / "int8.onnx"
         onnx.save(onnx_runtime.build_model(fp32_package), src)
-        quantize_dynamic(src, dst, weight_type=QuantType.QInt8)
+        quantize_dynamic(src, dst, weight_type=QuantType[weight_type], reduce_range=reduce_range)
         session = ort.InferenceSession(
             str(dst), onnx_runtime.session_options(threads), providers=["CPUExecutionProvider"]
         )
@@ -312,8 +327,10 @@ def main(argv=None) -> dict:
             calls[(name, spec)] = runtime
             reference_of[(name, spec)] = (references[spec], "same pkg")
     if not args.no_anchors:
-        calls[("ort-dynamic", "int8-dynamic")] = ort_dynamic_anchor(fp32_package, args.threads)
-        reference_of[("ort-dynamic", "int8-dynamic")] = (fp32_reference, "fp32 pkg")
+        for anchor, settings in ORT_DYNAMIC_ANCHORS.items():
+            calls[(anchor, "int8-dynamic")] = ort_dynamic_anchor(fp32_package, args.threads,
+                                                                 **settings)
+            reference_of[(anchor, "int8-dynamic")] = (fp32_reference, "fp32 pkg")
         torch_calls = torch_anchors(fp32_package, args.threads)
         if not torch_calls:
             notes.append("torch not importable: PyTorch anchor rows skipped")
@@ -350,7 +367,8 @@ def main(argv=None) -> dict:
                 }
             )
 
-    task_diffs = task_numerics(args, runtimes, references)
+    anchors = {key[0]: fn for key, fn in calls.items() if key[0] in ORT_DYNAMIC_ANCHORS}
+    task_diffs = task_numerics(args, runtimes, references, anchors, fp32_reference)
 
     # New policy version, same shape: what an actor pays on every pull.
     reload = {}
@@ -432,10 +450,13 @@ def task_observations(task: str, n: int, seed: int):
     return np.stack(rows)
 
 
-def task_numerics(args, runtimes: dict, references: dict) -> dict:
+def task_numerics(args, runtimes: dict, references: dict, anchors: dict | None = None,
+                  fp32_reference=None) -> dict:
     """Max / median abs difference from the reference forward, one observation per call (as an
-    actor calls), on real ``--diff_task`` observations, for each integer runtime row; plus the
-    reference int8's own distance from fp32 on the same observations for scale."""
+    actor calls), on real ``--diff_task`` observations, for each integer runtime row; plus, for
+    scale, the reference int8's own distance from fp32 on the same observations and each of
+    ``anchors``' (name -> callable: ORT's own int8 of the fp32 model) distance from
+    ``fp32_reference``."""
     import numpy as np
 
     if not args.diff_task or args.diff_observations < 1:
@@ -456,6 +477,14 @@ def task_numerics(args, runtimes: dict, references: dict) -> dict:
         gap = np.abs(np.asarray(references["int8"](obs)) - np.asarray(references["fp32"](obs)))
         result["reference_int8_vs_fp32"] = {"max": float(gap.max(axis=1).max()),
                                             "median": float(np.median(gap.max(axis=1)))}
+    if anchors and fp32_reference is not None:
+        fp32_out = np.asarray(fp32_reference(obs))
+        result["anchors_vs_fp32"] = {}
+        for name, anchor in anchors.items():
+            out = np.concatenate([anchor(row[None]) for row in obs])
+            gap = np.abs(out - fp32_out).max(axis=1)
+            result["anchors_vs_fp32"][name] = {"max": float(gap.max()),
+                                               "median": float(np.median(gap))}
     return result
 
 
@@ -474,6 +503,8 @@ def print_task_numerics(numerics: dict) -> None:
     if "reference_int8_vs_fp32" in numerics:
         gap = numerics["reference_int8_vs_fp32"]
         print(f"  {'(reference int8 vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
+    for name, gap in numerics.get("anchors_vs_fp32", {}).items():
+        print(f"  {'(' + name + ' vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
 
 
 def int8_summary(result: dict) -> list[dict]:

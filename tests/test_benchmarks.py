@@ -86,10 +86,16 @@ def test_task_numerics_flags_runtimes_against_the_reference():
     references = {spec: q.make_reference_forward(p) for spec, p in packages.items()}
     runtime = make_policy_runtime("onnxruntime")
     runtime.load(packages["int8"])
-    result = policy_inference.task_numerics(args, {("onnxruntime", "int8"): runtime}, references)
+    anchors = {name: policy_inference.ort_dynamic_anchor(packages["fp32"], 1, **settings)
+               for name, settings in policy_inference.ORT_DYNAMIC_ANCHORS.items()}
+    result = policy_inference.task_numerics(args, {("onnxruntime", "int8"): runtime}, references,
+                                            anchors, references["fp32"])
     assert result["task"] == "walker_stand" and result["observations"] == 20
     assert result["rows"]["onnxruntime/int8"]["max"] < policy_inference.INT8_DIFF_BAR
     assert result["reference_int8_vs_fp32"]["max"] > 0  # int8 really is a different network
+    # ORT's own int8 models of the fp32 policy, each a different int8 network from fp32
+    assert set(result["anchors_vs_fp32"]) == {"ort-dynamic", "ort-dynamic-7bit", "ort-dynamic-u8"}
+    assert all(0 < gap["median"] <= gap["max"] < 1 for gap in result["anchors_vs_fp32"].values())
     # A policy whose input size does not match the task is skipped, with a note.
     args.obs = 5
     assert "note" in policy_inference.task_numerics(args, {}, references)
