@@ -504,7 +504,7 @@ def print_task_numerics(numerics: dict) -> None:
         gap = numerics["reference_int8_vs_fp32"]
         print(f"  {'(reference int8 vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
     for name, gap in numerics.get("anchors_vs_fp32", {}).items():
-        print(f"  {'(' + name + ' vs fp32)':<24} {gap['max']:.1e} / {gap['median']:.1e}")
+        print(f"  {'(' + name + ' vs fp32)':<28} {gap['max']:.1e} / {gap['median']:.1e}")
 
 
 def int8_summary(result: dict) -> list[dict]:
