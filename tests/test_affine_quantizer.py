@@ -132,6 +132,23 @@ def test_conv_affine_packages_run_on_pixels(runtime_name):
     assert np.abs(q.make_reference_forward(package)(frames) - fp32).max() < 0.1
 
 
+def test_conv_affine_calibrates_on_frames_handed_over_as_float32():
+    """Learners and the PTQ study pass calibration through ``first_layer_inputs`` (float32):
+    pixel frames must give the same ranges as their uint8 codes (they raised before)."""
+    from actorq.quantization.package import first_layer_inputs
+
+    rng = np.random.default_rng(3)
+    frames = (rng.random((8, 10, 10, 4)) < 0.3).astype(np.uint8)
+    net = make_torso_network("minatar", 3, frames.shape[1:], 1.0)
+    params = net.init(jax.random.key(0), jnp.zeros((1, *frames.shape[1:]), jnp.uint8))
+    quantizer = q.make_quantizer("affine_int8")
+    from_codes = quantizer.with_calibration(frames).quantize(params, net, 0)
+    from_floats = quantizer.with_calibration(first_layer_inputs(frames, None)).quantize(
+        params, net, 0)
+    for a, b in zip(from_codes.layers, from_floats.layers):
+        np.testing.assert_array_equal(a.input_range, b.input_range)
+
+
 def test_affine_fields_are_checked(dense_policy):
     net, params, obs = dense_policy
     package = q.make_quantizer("affine_int8").with_calibration(obs).quantize(params, net, 0)

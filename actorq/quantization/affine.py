@@ -50,9 +50,10 @@ def layer_input_ranges(package: PolicyPackage, observations: np.ndarray) -> list
     network of ``package`` (its kernels as they are)."""
     arrays = package_arrays(package)
     geometry = package_geometry(package)
-    x = jnp.asarray(package.prepare(observations))
-    if package.pixels:
-        x = x.astype(jnp.float32) * jnp.float32(package.input_scale)
+    if package.pixels:  # frames arrive as codes, uint8 or (from a learner's batch) float32
+        x = jnp.asarray(np.asarray(observations, np.float32) * np.float32(package.input_scale))
+    else:
+        x = jnp.asarray(package.prepare(observations))
     ranges = []
     for i, layer in enumerate(arrays):
         if geometry[i] is None and x.ndim > 2:
