@@ -139,7 +139,7 @@ def test_onnx_int8_graph_runs_u8_kernels_and_keeps_bias_out_of_the_fused_matmul(
         if node.op_type != "MatMulIntegerToFloat":
             continue
         # b_scale is a scalar (the per-channel scale follows in a Mul): ORT's per-column output
-        # path is the slower one on every CPU measured
+        # path was the slower one (Milan, docs/performance.md)
         assert list(init[node.input[3]].dims) in ([], [1]), node.name
         clip = producers[node.input[0]]  # uint8 clip <- QuantizeLinear(., 1, uint8 zero point)
         quantize = producers[clip.input[0]]
