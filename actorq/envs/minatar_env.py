@@ -72,6 +72,8 @@ class MinAtarEnvironment(CheckedEnvironment):
         """Build MinAtar ``game``; ``max_episode_steps=None`` leaves MinAtar's own episodes."""
         if max_episode_steps is not None and max_episode_steps < 1:
             raise ValueError(f"max_episode_steps must be >= 1 or None, got {max_episode_steps}")
+        if not 0.0 <= sticky_action_prob <= 1.0:
+            raise ValueError(f"sticky_action_prob must be in [0, 1], got {sticky_action_prob}")
         super().__init__(name or f"minatar_{game}")
         import minatar
 
@@ -144,12 +146,14 @@ def make_minatar_environment(
     seed: int | None = None,
     name: str | None = None,
     max_episode_steps: Any = _DEFAULT,
+    sticky_action_prob: float = STICKY_ACTION_PROB,
 ) -> MinAtarEnvironment:
     """MinAtar ``game`` (a key of :data:`MAX_EPISODE_STEPS`) with gymnax's time limit.
 
     ``max_episode_steps``: default :data:`MAX_EPISODE_STEPS` for the game; an int replaces it;
-    ``None`` removes the truncation.
+    ``None`` removes the truncation. ``sticky_action_prob``: 0 plays gymnax's protocol.
     """
     if max_episode_steps is _DEFAULT:
         max_episode_steps = MAX_EPISODE_STEPS[game]
-    return MinAtarEnvironment(game, seed=seed, name=name, max_episode_steps=max_episode_steps)
+    return MinAtarEnvironment(game, seed=seed, name=name, max_episode_steps=max_episode_steps,
+                              sticky_action_prob=sticky_action_prob)

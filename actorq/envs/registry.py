@@ -111,6 +111,17 @@ def is_discrete(task: str) -> bool:
     return task_family(task) in _DISCRETE_FAMILIES
 
 
+def minatar_game(task: str) -> str:
+    """The ``minatar.Environment`` game name of MinAtar ``task`` (``minatar_breakout`` -> ``breakout``).
+
+    Raises:
+      ValueError: ``task`` is not a registered MinAtar task.
+    """
+    if task_family(task) != "minatar":
+        raise ValueError(f"{task!r} is not a MinAtar task; MinAtar tasks: {', '.join(_MINATAR_TASKS)}")
+    return _MINATAR_TASKS[task]
+
+
 def is_pixel(task: str) -> bool:
     """Whether ``task`` has uint8 image observations (``'atari'`` and ``'minatar'``)."""
     return task_family(task) in _PIXEL_FAMILIES
