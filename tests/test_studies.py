@@ -203,6 +203,27 @@ def test_ptq_study_continuous_policy(tmp_path: Path) -> None:
     assert paths["png"].stat().st_size > 1000
 
 
+def test_ptq_report_of_a_policy_with_more_outputs_than_actions(tmp_path: Path) -> None:
+    # SAC's network outputs a mean and a log-std per action dimension; the plot has one panel per
+    # action (it used to index actions by the network's width and fail after the measurements).
+    import jax
+
+    from actorq.analysis.ptq import run_ptq_study, write_ptq_report
+    from actorq.analysis.trained_policy import TrainedPolicy
+    from configs import sac_actorq
+    from launchpad_programs.nodes import make_builder_for
+
+    config = sac_actorq.get_config("cartpole_balance_small")
+    builder = make_builder_for(config)
+    params = jax.tree_util.tree_map(np.asarray, builder.make_learner(iter(()), 0).policy_params())
+    policy = TrainedPolicy(tmp_path, config, builder, params, builder.policy_network, 0, 0)
+    study = run_ptq_study(policy, "int8", episodes=1, max_observations=200)
+    assert study.num_outputs == 2 and study.actions["int8"].shape == (200, 1)
+    paths = write_ptq_report(study, tmp_path / "ptq")
+    assert json.loads(paths["json"].read_text())["results"][1]["quantizer"] == "int8"
+    assert paths["png"].stat().st_size > 1000
+
+
 def test_trained_policy_loading_errors(trained_run: Path, tmp_path: Path) -> None:
     policy = load_trained_policy(trained_run)
     assert policy.agent == "dqn" and policy.discrete and policy.checkpoint_step == 4000

@@ -503,7 +503,8 @@ def plot_action_distributions(study: PTQStudy, path: str | Path,
         ax.set_title(title, fontsize="medium")
         ax.legend(fontsize="small")
     else:
-        dims = study.num_outputs
+        # The action width, not the network's: a SAC policy outputs a mean and a log-std per action.
+        dims = study.actions[BASELINE].shape[1]
         cols = min(4, dims)
         rows = math.ceil(dims / cols)
         fig = Figure(figsize=(max(5.5, 3.2 * cols), 2.6 * rows + 0.6))
@@ -535,16 +536,15 @@ def write_ptq_report(study: PTQStudy, out_dir: str | Path,
     """Writes ``ptq.md``, ``ptq.json`` and the fp32-vs-``compare`` action-distribution PNG.
 
     When ``compare`` was not studied the PNG compares fp32 with the last other precision (or
-    shows fp32 alone). Returns ``{"md": ..., "json": ..., "png": ...}``.
+    shows fp32 alone). The tables are written before the plot, so a failing plot loses no
+    measurement. Returns ``{"md": ..., "json": ..., "png": ...}``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     others = [r.quantizer for r in study.results if r.quantizer != BASELINE]
     if compare not in study.actions:
         compare = others[-1] if others else BASELINE
-    png = plot_action_distributions(
-        study, out / f"actions_{safe_name(BASELINE)}_vs_{safe_name(compare)}.png", compare
-    )
+    png = out / f"actions_{safe_name(BASELINE)}_vs_{safe_name(compare)}.png"
     kind = (
         f"KL(softmax(Q_fp32/T) ‖ softmax(Q_q/T)) in nats with T={study.temperature:g}, and the "
         "fraction of observations with the same greedy action"
@@ -580,4 +580,5 @@ def write_ptq_report(study: PTQStudy, out_dir: str | Path,
     payload = study.to_dict()
     payload["plot"] = png.name
     js.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    plot_action_distributions(study, png, compare)
     return {"md": md, "json": js, "png": png}
