@@ -568,7 +568,9 @@ def test_nan_observation_in_a_local_actor_ends_the_cli_in_one_error_line(tmp_pat
     site.mkdir()
     (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {**os.environ, "ACTORQ_TEST_NAN_AFTER": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(site),
+           # The repository too: the sitecustomize imports actorq before `-m` puts the working
+           # directory on sys.path, and an editable install may point at another checkout.
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), str(REPO),
                                                         os.environ.get("PYTHONPATH")]))}
     run = tmp_path / "run"
     proc = subprocess.run(
