@@ -22,12 +22,9 @@ print("cal row max of x/s (median over rows)", np.median(np.abs(cal/s).max(1)), 
 print("argmax feature of x/s in eval rows:", np.bincount(np.abs(ev/s).argmax(1), minlength=len(s)))
 print("argmax feature of x in eval rows (no smoothing):", np.bincount(np.abs(ev).argmax(1), minlength=len(s)))
 
-def q_rows(x):
-    s = np.abs(x).max(1, keepdims=True)/127; s[s==0]=1
-    return np.round(x/s)*s
-def q_cols(w):
-    s = np.abs(w).max(0, keepdims=True)/127; s[s==0]=1
-    return np.round(w/s)*s
+import sys as _sys, os as _os
+_sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
+from fake_quant import q_cols, q_rows
 ref = ev @ W
 for name, f in [("none", np.ones(15, np.float32))] + [(f"alpha {a}", smoothing_factors(cal, W, a)) for a in (0.25, 0.5, 0.75)]:
     out = q_rows(ev / f) @ q_cols(W * f[:, None])

@@ -8,12 +8,9 @@ from actorq.analysis.ptq import calibration_observations, _rollouts, episode_see
 from actorq.runtime.policy_runtime import make_policy_runtime
 from actorq.quantization.recipe import smoothing_factors
 from actorq.networks.mlp import mlp_layers
-def q_rows(x):
-    s = np.abs(x).max(1, keepdims=True)/127; s[s==0]=1
-    return np.round(x/s)*s
-def q_cols(w):
-    s = np.abs(w).max(0, keepdims=True)/127; s[s==0]=1
-    return np.round(w/s)*s
+import sys as _sys, os as _os
+_sys.path.insert(0, _os.path.dirname(_os.path.abspath(__file__)))
+from fake_quant import q_cols, q_rows
 for run in sys.argv[1:]:
     pol = load_trained_policy(run)
     rt = make_policy_runtime("xla"); rt.load(pol.package("fp32"))
