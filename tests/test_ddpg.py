@@ -135,3 +135,36 @@ def test_grouped_update_follows_cleanrl_step_by_step(sgd_steps_per_call):
     moved = jax.tree_util.tree_map(lambda a, b: float(np.abs(a - b).max()),
                                    state["policy_params"], initial_policy)
     assert max(jax.tree_util.tree_leaves(moved)) > 1e-4
+
+
+def _recording_builder(reward_floor):
+    from actorq.agents.ddpg.builder import DDPGBuilder
+    from actorq.replay.specs import ArraySpec
+
+    spec = {"observation": ArraySpec((3,), np.float32), "action": ArraySpec((2,), np.float32)}
+    items = []
+    builder = DDPGBuilder(DDPGConfig(reward_floor=reward_floor), spec)
+    return builder.make_adder(items.append), items
+
+
+@pytest.mark.parametrize("floor, expected", [(None, [0.5, -100.0, -3.0]),
+                                             (-10.0, [0.5, -10.0, -3.0])])
+def test_reward_floor_raises_only_the_rewards_below_it(floor, expected):
+    import dm_env
+
+    adder, items = _recording_builder(floor)
+    adder.add_first(dm_env.restart(np.zeros(3, np.float32)))
+    action = np.zeros(2, np.float32)
+    adder.add(action, dm_env.transition(0.5, np.ones(3, np.float32)))
+    adder.add(action, dm_env.transition(-100.0, np.ones(3, np.float32)))
+    adder.add(action, dm_env.termination(-3.0, np.ones(3, np.float32)))
+    assert [float(item["reward"]) for item in items] == expected
+
+
+def test_bipedalwalker_preset_floors_rewards_and_a_nan_floor_is_refused():
+    from configs.ddpg_actorq import get_config
+
+    assert get_config("bipedalwalker").learner.reward_floor == -10.0
+    assert get_config("halfcheetah").learner.reward_floor is None
+    with pytest.raises(ValueError, match="reward_floor"):
+        DDPGConfig(reward_floor=float("nan"))

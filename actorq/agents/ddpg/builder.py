@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from actorq.agents.builder import AgentBuilder
-from actorq.agents.ddpg.acting import ddpg_exploration
-from actorq.core import Exploration
+from actorq.agents.ddpg.acting import RewardFloorAdder, ddpg_exploration
+from actorq.core import Adder, Exploration
 
 
 class DDPGBuilder(AgentBuilder):
@@ -22,6 +24,12 @@ class DDPGBuilder(AgentBuilder):
         c = self.config
         return ddpg_exploration(c.exploration, c.sigma, c.ou_theta, c.ou_dt,
                                 c.uniform_random_steps, seed)
+
+    def make_adder(self, emit: Callable[[dict[str, np.ndarray]], None]) -> Adder:
+        adder = super().make_adder(emit)
+        if self.config.reward_floor is not None:
+            return RewardFloorAdder(adder, self.config.reward_floor)
+        return adder
 
     def evaluation_action(self, outputs: np.ndarray) -> np.ndarray:
         return np.asarray(outputs, np.float32)

@@ -53,6 +53,10 @@ class DDPGConfig:
     ou_theta: float = 0.15
     ou_dt: float = 1e-2
     uniform_random_steps: int = 25_000
+    # Training rewards below this floor are raised to it before they enter replay (None: off).
+    # BipedalWalker's -100 for a fall dwarfs its per-step rewards (|r| < 1); DI-engine's DDPG
+    # and TD3 configs floor it at -10. Evaluation returns stay the environment's own.
+    reward_floor: float | None = None
     qat_bits: int | None = None
     qat_delay_steps: int = 0
 
@@ -72,6 +76,7 @@ class DDPGConfig:
         "ou_theta": FRACTION,
         "ou_dt": POSITIVE,
         "uniform_random_steps": NON_NEGATIVE_INT,
+        "reward_floor": Bounds(optional=True),
         "qat_bits": QAT_BITS,
         "qat_delay_steps": NON_NEGATIVE_INT,
     }
