@@ -285,6 +285,7 @@ def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
 
     class Table:
         size = 0
+        num_inserts = 0
 
         def peek(self, n, seed):
             return {"observation": observations[:n]}
@@ -295,7 +296,7 @@ def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
     rtn_bytes = packages.sources["gptq_uact_int8"].latest()[1]
     assert monitor.measure(learner, packages) == {}  # replay not warm: nothing happens
     assert not packages.sources["gptq_uact_int8"].calibrated
-    table.size = 100
+    table.size = table.num_inserts = 100
     row = monitor.measure(learner, packages)
     assert "policy_drift_disagreement/gptq_uact_int8" in row
     assert packages.sources["gptq_uact_int8"].calibrated
@@ -311,3 +312,69 @@ def test_learner_calibrates_gptq_on_its_fixed_replay_batch():
         observations[:DriftMonitor.BATCH]).quantize(params, network, 1)
     assert recipe.input_smoothing is not None
     np.testing.assert_array_equal(recipe.input_smoothing, expected.input_smoothing)
+
+
+def test_learner_recalibrates_when_the_inserts_double():
+    """The first calibration batch holds the untrained policy's states, so the recipe is
+    refitted on a fresh batch each time the table's inserts double: the package of the next
+    version is the one the quantizer makes with the new batch, and the fixed drift batch stays."""
+    import jax
+
+    import actorq.quantization as q
+    from launchpad_programs.nodes import DriftMonitor, LearnerPackages, make_builder_for
+
+    config = dqn_actorq.get_config("cartpole_small")
+    builder = make_builder_for(config)
+    network = builder.policy_network
+    params = network.init(jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+    rng = np.random.default_rng(0)
+    early = rng.normal(size=(256, builder.observation_size)).astype(np.float32)
+    late = 5.0 * rng.normal(size=(256, builder.observation_size)).astype(np.float32)
+
+    class Learner:
+        steps = 1
+
+        def policy_params(self):
+            return params
+
+    class Table:
+        size = num_inserts = 100
+        observations = early
+        seeds: list[int] = []
+
+        def peek(self, n, seed):
+            self.seeds.append(seed)
+            return {"observation": self.observations[:n]}
+
+    learner, table = Learner(), Table()
+    packages = LearnerPackages(learner, builder, ["int8"])
+    monitor = DriftMonitor(builder, table, min_size=100)
+
+    def smoothing():
+        return q.PolicyPackage.from_bytes(packages.sources["int8"].latest()[1]).input_smoothing
+
+    def expected(observations):
+        return q.make_quantizer("int8").with_calibration(observations).quantize(
+            params, network, 1).input_smoothing
+
+    monitor.capture(packages)
+    assert monitor.calibrations == 1
+    np.testing.assert_array_equal(smoothing(), expected(early))
+    drift = monitor._drift
+    table.observations = late
+    table.size = table.num_inserts = 199  # not yet doubled
+    monitor.capture(packages)
+    assert monitor.calibrations == 1
+    np.testing.assert_array_equal(smoothing(), expected(early))
+    table.num_inserts = 200
+    monitor.capture(packages)
+    assert monitor.calibrations == 2 and monitor._drift is drift
+    np.testing.assert_array_equal(smoothing(), expected(late))
+    assert not np.array_equal(expected(late), expected(early))
+    table.num_inserts = 399
+    monitor.capture(packages)
+    assert monitor.calibrations == 2
+    table.num_inserts = 400
+    monitor.capture(packages)
+    assert monitor.calibrations == 3
+    assert table.seeds == [0, 1, 2]  # a fresh draw each time
