@@ -290,6 +290,8 @@ def test_single_launcher_learns_every_batch_from_the_version_that_acted(tmp_path
     # The queue is empty after each update, yet the recipe was calibrated on its unrolls and the
     # drift of each published precision measured (the batch is taken before the update).
     assert config.quantizer == "int8" and summary["calibrated_precisions"] == ["int8"]
+    # ... and refitted on fresh unrolls as the inserts doubled (1, 2, 4, ... unrolls).
+    assert summary["calibrations"] >= 3, summary["calibrations"]
     assert any(k.startswith("policy_drift_") and k.endswith("/int8") for k in rows[-1]), \
         sorted(rows[-1])
 
