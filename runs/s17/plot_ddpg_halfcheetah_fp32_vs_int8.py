@@ -12,6 +12,7 @@ runs = {
     "int8 actors, seed 0 (Xeon 105 MiB L3, 12-03)": (f"{d}/eval.jsonl", "C0", "-"),
     "int8 actors, seed 1 (Xeon 105 MiB L3, 12-03)": (f"{d}/seed1/eval.jsonl", "C0", "--"),
     "int8 actors, seed 1 (Xeon 480 MiB L3, 12-05)": (f"{d}/int8_seed1_xeon480/eval.jsonl", "C0", ":"),
+    "int8 actors, seed 1, recalibrated (Xeon 480 MiB L3, 12-06)": (f"{d}/int8_seed1_recal/eval.jsonl", "C2", "--"),
     "fp32 actors, seed 0 (Milan, 12-05)": (f"{d}/fp32_seed0/eval_milan.jsonl", "C3", "-"),
     "fp32 actors, seed 1 (Xeon 480 MiB L3, 12-05)": (f"{d}/fp32_seed1/eval_xeon.jsonl", "C3", "--"),
 }
