@@ -303,7 +303,7 @@ class DriftMonitor:
         peeked = self._table.peek(self.BATCH, self._seed + self.calibrations)["observation"]
         # Unroll items hold [T, *obs] observations: any BATCH of their steps will do.
         shape = self._builder.observation_spec.shape
-        return np.asarray(peeked.reshape(-1, *shape)[: self.BATCH], np.float32)
+        return peeked.reshape(-1, *shape)[: self.BATCH]  # uint8 frames stay uint8 for drift
 
     def capture(self, packages: LearnerPackages) -> None:
         """Takes the fixed batch, once, when the table first holds ``min_size`` items, and
@@ -324,7 +324,7 @@ class DriftMonitor:
                                       self._builder.evaluation_action, observations)
         # Quantizers that need data (GPTQ, the recipe) are fitted to states the actors
         # visit from this version on.
-        packages.calibrate(observations)
+        packages.calibrate(np.asarray(observations, np.float32))
         self.calibrations += 1
         self._calibrated_at_inserts = max(inserts, 1)
 
