@@ -670,7 +670,7 @@ class LearnerNode:
             # Precisions whose packages were fitted to replay observations (GPTQ, the recipe).
             "calibrated_precisions": sorted(p for p, source in packages.sources.items()
                                             if source.calibrated),
-            # Batches they were fitted to: the first, then one per doubling of the inserts.
+            # Calibration batches taken: the first, then one per doubling of the inserts.
             "calibrations": self._drift.calibrations,
             "quantize_seconds": packages.quantize_seconds,
             "actor_quantizers": nodes.actor_quantizers(config)[:len(self._actors)],

@@ -277,8 +277,7 @@ class DriftMonitor:
     holds ``min_size`` items. That batch also calibrates the quantizers that take observations,
     and a fresh batch recalibrates them each time the table's inserts have doubled since: the
     first batch holds the states of the untrained (often uniform-random) policy, and a
-    trained policy's states lie elsewhere (DDPG HalfCheetah: the package calibrated on its first
-    25k random states scored 8% below its fp32 policy from 500k steps on; docs/algorithms.md).
+    trained policy's states lie elsewhere (measured: docs/algorithms.md, DDPG HalfCheetah).
 
     Called after each publish; it measures that version unless it would take more than ~10% of
     the learner's time (then it skips versions until 9x its own cost has passed). The first
