@@ -323,7 +323,7 @@ class DriftMonitor:
                                       self._builder.evaluation_action, observations)
         # Quantizers that need data (GPTQ, the recipe) are fitted to states the actors
         # visit from this version on.
-        packages.calibrate(np.asarray(observations, np.float32))
+        packages.calibrate(observations)  # each source takes an fp32 copy
         self.calibrations += 1
         self._calibrated_at_inserts = max(inserts, 1)
 

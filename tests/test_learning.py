@@ -77,10 +77,9 @@ def test_ppo_cartpole_int8_actors_reach_and_hold_475(tmp_path):
 
 @pytest.mark.slow
 def test_a2c_cartpole_int8_actors_learn(tmp_path):
-    # The whole preset: 500k steps, ~3 min on one core. A2C with a constant learning rate
-    # swings on CartPole before it settles, and a shorter budget ends wherever a swing leaves
-    # it: at 150k steps 1 of 4 seeds held (Xeon, 2026-12-06), at 500k seeds 0-3 all held 500
-    # over their last 100k. A linear decay over 150k froze all 4 mid-swing.
+    # The whole preset (500k steps): A2C with a constant learning rate swings on CartPole before
+    # it settles, so a shorter budget ends wherever a swing leaves it (measured on 4 seeds: the
+    # issue #23 note of 2026-12-06).
     config = a2c_actorq.get_config("cartpole")
     config.eval_every_steps = 10_000
     config.track_energy = False
