@@ -82,7 +82,8 @@ def markdown(policy: TrainedPolicy, rows: list[dict], episodes: int, command: st
         "|---|---|---:|---:|",
     ]
     for r in rows:
-        versus = "-" if reference is None else f"{100 * (r['mean'] - reference) / abs(reference):+.1f}%"
+        versus = ("-" if reference is None
+                  else f"{100 * (r['mean'] - reference) / abs(reference):+.1f}%")
         lines.append(f"| {r['precision']} | {r['protocol']} | {r['mean']:.1f} ± {r['std']:.1f} "
                      f"({r['sem']:.1f}) | {versus} |")
     if reference is not None:

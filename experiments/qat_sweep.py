@@ -10,7 +10,9 @@ acting see the same precision; an fp32 run (no QAT, fp32 actors) is the baseline
 Runs go to ``<out_dir>/fp32_seed<s>`` and ``<out_dir>/int<b>_qat_seed<s>``; finished ones are
 reused (``--reuse``, the default) so re-running the command just rebuilds ``qat.md``,
 ``qat.json`` and ``qat.png``. The report covers every finished run in ``out_dir``, so a second
-command can add seeds for some bit widths (``--bits=4,5,6 --seeds=1``).
+command can add seeds for some bit widths (``--bits=4,5,6 --seeds=1``). ``--keep_records=<dir>``
+copies each finished run's config, evaluations and summary there (kilobytes); those copies are
+finished runs, so ``--out_dir=<dir>`` rebuilds the report from them on any machine.
 
 QAT delay: ``learner.qat_delay_steps`` counts learner steps, so ``--qat_delay_fraction`` (of
 the run's learner steps; default one half, the delay QuaRL found best) is converted with the
@@ -40,6 +42,7 @@ from matplotlib.figure import Figure
 
 from actorq.analysis.ptq import relative_error
 from actorq.analysis.report import json_safe
+from actorq.analysis.runs import copy_run_records
 from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
 from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.quantization.numerics import check_bits
@@ -286,6 +289,8 @@ def _define_flags() -> None:
     flags.DEFINE_integer("qat_delay_steps", -1, "QAT delay in learner SGD steps (overrides "
                          "--qat_delay_fraction when >= 0).")
     flags.DEFINE_bool("reuse", True, "Reuse finished runs in --out_dir, resume unfinished ones.")
+    flags.DEFINE_string("keep_records", "", "Also copy each finished run's config, evaluations and "
+                        "summary here (a docs folder): --out_dir=<it> later rebuilds the report.")
 
 
 def main(argv: list[str]) -> None:
@@ -295,9 +300,13 @@ def main(argv: list[str]) -> None:
     delay = f.qat_delay_steps if f.qat_delay_steps >= 0 else None
     with bad_input():
         plan_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay)
+        if f.keep_records:
+            check_writable_dir(f.keep_records, "--keep_records")
     dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
     everything = sorted({Path(d).resolve() for d in [*dirs, *finished_sweep_runs(f.out_dir)]})
     print(write_qat_report(everything, f.out_dir).read_text())
+    if f.keep_records:
+        print(f"run records: {Path(copy_run_records(everything, f.keep_records)[0]).parent}")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("experiments.speedup_report", [DQN, "--out_dir=/tmp/x", "--quantizers=int12"], "int12"),
     ("experiments.qat_sweep", ["--bits=9", "--out_dir=/tmp/x"], "bits"),
     ("experiments.qat_sweep", ["--out_dir=/proc/forbidden"], "/proc/forbidden"),
+    ("experiments.qat_sweep", ["--out_dir=/tmp/x", "--keep_records=/proc/records"],
+     "--keep_records"),
     ("experiments.lowp_study", [SAC, "--out_dir=/tmp/x", "--seeds=-1"], "seeds"),
     ("experiments.lowp_study", [SAC, "--out_dir=/tmp/x", "--variants=fp12"], "fp12"),
     ("experiments.pull_period_ablation", [DQN, "--out_dir=/tmp/x", "--pull_periods=0"],

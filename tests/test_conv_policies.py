@@ -259,8 +259,8 @@ def test_calibrated_int8_puts_static_codes_between_the_convolutions(policy, requ
     scale: the fp32 network's largest ReLU output over those frames / 255. Every runtime computes
     the reference on other frames, and the package stays as close to the float network as the
     dynamic round-to-nearest one."""
-    from actorq.quantization.recipe import static_code_scales
     from actorq.networks.mlp import mlp_layers
+    from actorq.quantization.recipe import static_code_scales
 
     net, params, frames, package = _calibrated(request.getfixturevalue(policy))
     convs = len(net.conv_layers)

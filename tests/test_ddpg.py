@@ -92,13 +92,13 @@ def _reference_update(networks, config: DDPGConfig, batches) -> dict:
     preactivation = networks.policy.clone(output_activation="none")
     for step in range(len(batches["reward"])):
         batch = {k: v[step] for k, v in batches.items()}
-        grads = jax.grad(lambda p: critic_loss(networks.policy.apply, networks.critic.apply, p,
-                                               target_policy, target_critic, batch))(critic)
+        grads = jax.grad(critic_loss, argnums=2)(networks.policy.apply, networks.critic.apply,
+                                                 critic, target_policy, target_critic, batch)
         updates, critic_state = critic_opt.update(grads, critic_state)
         critic = optax.apply_updates(critic, updates)
         if (step + 1) % config.policy_frequency == 0:
-            grads = jax.grad(lambda p: policy_loss(preactivation.apply, networks.critic.apply, p,
-                                                   critic, batch))(policy)
+            grads = jax.grad(policy_loss, argnums=2)(preactivation.apply, networks.critic.apply,
+                                                     policy, critic, batch)
             updates, policy_state = policy_opt.update(grads, policy_state)
             policy = optax.apply_updates(policy, updates)
             target_policy = optax.incremental_update(policy, target_policy, config.tau)

@@ -1,4 +1,4 @@
-"""Evaluation protocols for MinAtar policies (actorq.analysis.protocols, experiments.eval_protocols)."""
+"""Evaluation protocols for MinAtar policies (analysis.protocols, experiments.eval_protocols)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def test_protocols_play_shared_seeds_with_their_own_sticky_actions(monkeypatch) 
         return real(game, **kwargs)
 
     monkeypatch.setattr(protocols, "make_minatar_environment", spy)
-    runtime = _state_dependent_policy(make_environment("minatar_breakout", 0).action_spec().num_values)
+    actions = make_environment("minatar_breakout", 0).action_spec().num_values
+    runtime = _state_dependent_policy(actions)
     greedy = Protocol(0.0, sampled=False)
     first = protocol_returns(runtime, "minatar_breakout", greedy, episodes=3, seed=4)
     assert protocol_returns(runtime, "minatar_breakout", greedy, episodes=3, seed=4) == first

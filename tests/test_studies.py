@@ -371,6 +371,20 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--bits"):
         qat_sweep.run_sweep(config, "9", "0", out)
 
+    # The runs' records alone rebuild the same report, with nothing retrained.
+    records = tmp_path / "records"
+    copies = analysis_runs.copy_run_records(dirs, records)
+    assert sorted(p.name for p in (records / "int4_qat_seed0").iterdir()) == [
+        "config.json", "energy.json", "eval.jsonl", "summary.json"]
+    assert qat_sweep.run_sweep(config, "8,4", "0", records) == copies
+    assert not (records / "fp32_seed0" / "checkpoints").exists()
+    qat_sweep.write_qat_report(copies, records)
+    rebuilt = json.loads((records / "qat.json").read_text())
+    assert [r["final_returns"] for r in rebuilt["rows"]] == [
+        r["final_returns"] for r in report["rows"]]
+    with pytest.raises(ValueError, match="not a finished run"):
+        analysis_runs.copy_run_records([tmp_path / "weights"], records)
+
 
 # Speedup report (read mode) over synthetic runs.
 

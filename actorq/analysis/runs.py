@@ -6,12 +6,18 @@ Pure reading: nothing here starts a run (the launch side's run-or-reuse step doe
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import ml_collections
 
 RunStatus = Literal["missing", "finished", "partial"]
+
+# What a finished run's reports read (config, evaluations, end state, energy): kilobytes, against
+# the megabytes of checkpoints and actor logs, so they can be kept beside a docs page.
+RECORD_FILES = ("config.json", "eval.jsonl", "summary.json", "energy.json")
 
 # Fields that may differ between a requested config and a reusable run (where it lives).
 _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
@@ -70,3 +76,28 @@ def has_checkpoint(run_dir: str | Path) -> bool:
     """Whether the run saved at least one learner checkpoint (Orbax names them by step)."""
     checkpoints = Path(run_dir) / "checkpoints"
     return checkpoints.is_dir() and any(p.name.isdigit() for p in checkpoints.iterdir())
+
+
+def copy_run_records(run_dirs: Sequence[str | Path], dest_dir: str | Path) -> list[Path]:
+    """Copies the :data:`RECORD_FILES` of each finished run to ``dest_dir/<run name>``.
+
+    The copies are finished runs to every reader here (``run_status``, ``load_run``), so a study
+    pointed at ``dest_dir`` rebuilds its report from them without the run directories or
+    retraining. Raises ValueError naming a run that is not finished or whose name repeats.
+    """
+    dest = Path(dest_dir)
+    names = [Path(d).name for d in run_dirs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"run names repeat ({', '.join(repeated)}): their records would collide")
+    copies = []
+    for run_dir in map(Path, run_dirs):
+        if run_status(run_dir) != "finished":
+            raise ValueError(f"{run_dir} is not a finished run (no summary.json of a whole run)")
+        target = dest / run_dir.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in RECORD_FILES:
+            if (run_dir / name).is_file():
+                shutil.copy2(run_dir / name, target / name)
+        copies.append(target)
+    return copies

@@ -112,13 +112,14 @@ def is_discrete(task: str) -> bool:
 
 
 def minatar_game(task: str) -> str:
-    """The ``minatar.Environment`` game name of MinAtar ``task`` (``minatar_breakout`` -> ``breakout``).
+    """The ``minatar.Environment`` game of MinAtar ``task`` (``minatar_breakout`` -> ``breakout``).
 
     Raises:
       ValueError: ``task`` is not a registered MinAtar task.
     """
     if task_family(task) != "minatar":
-        raise ValueError(f"{task!r} is not a MinAtar task; MinAtar tasks: {', '.join(_MINATAR_TASKS)}")
+        raise ValueError(
+            f"{task!r} is not a MinAtar task; MinAtar tasks: {', '.join(_MINATAR_TASKS)}")
     return _MINATAR_TASKS[task]
 
 
