@@ -306,7 +306,8 @@ def main(argv: list[str]) -> None:
     everything = sorted({Path(d).resolve() for d in [*dirs, *finished_sweep_runs(f.out_dir)]})
     print(write_qat_report(everything, f.out_dir).read_text())
     if f.keep_records:
-        print(f"run records: {Path(copy_run_records(everything, f.keep_records)[0]).parent}")
+        copy_run_records(everything, f.keep_records)
+        print(f"run records: {f.keep_records}")
 
 
 if __name__ == "__main__":
