@@ -20,6 +20,10 @@ writes ``lowp.md`` and ``lowp.json`` in ``--out_dir``:
   learner with every fix vs fp32 actors + fp32 learner, first seed, full budget, into
   ``<out_dir>/actorq/`` (a main-table run with the same config is reused instead).
 
+``--keep_records=<docs folder>`` copies every run's small record files (config, evaluations,
+learner log, summary, a failure's error) there in the same layout; ``--out_dir=<that folder>``
+later rebuilds the report from them on any machine, with nothing retrained.
+
 A run that raises (naive fp16 SAC goes NaN within its first learner calls; the NaN policy's
 actions then make the environment raise) does not stop the study: it is recorded as ``failed``
 with its error in ``<run_dir>/failure.json``, and later invocations report it from there
@@ -45,14 +49,18 @@ import numpy as np
 from absl import flags, logging
 
 from actorq.agents.sac.config import FIX_NAMES, PRECISIONS
+from actorq.analysis import runs
 from actorq.analysis.report import json_safe
 from actorq.analysis.runs import config_differences, config_to_dict, run_status
-from actorq.command_line import bad_input, parse_ints, run_absl
+from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, surviving_rows
 from actorq.metrics.machine import machine_name
 from launchpad_programs.study_runs import check_grid
 
 FAILURE_FILE = "failure.json"
+# What the report reads of a run: the common records, the learner's log (skipped steps, loss
+# scales, non-finite parameters) and a failed run's error.
+RECORD_FILES = (*runs.RECORD_FILES, "learner.jsonl", FAILURE_FILE)
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
 # low-precision learner that beats fp32 on these seeds has not lost to it.
 WITHIN = 0.05
@@ -642,6 +650,22 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> Path:
     return md
 
 
+def keep_records(report: dict[str, Any], dest: str | Path) -> list[Path]:
+    """Copies the :data:`RECORD_FILES` of every run in ``report`` to ``dest`` in the study's
+    layout (``main/``, ``ablation/``, ``actorq/``); ``--out_dir=<dest>`` then rebuilds the report
+    with nothing retrained (a failed run keeps its ``failure.json`` and is not rerun)."""
+    sections = [report["main"], report.get("ablation"), report.get("actorq")]
+    by_folder: dict[str, dict[str, None]] = {}
+    for section in filter(None, sections):
+        for row in section["runs"]:
+            path = Path(row["run_dir"])
+            by_folder.setdefault(path.parent.name, {})[str(path)] = None
+    return [copy
+            for folder, dirs in by_folder.items()
+            for copy in runs.copy_run_records(list(dirs), Path(dest) / folder, RECORD_FILES,
+                                              finished_only=False)]
+
+
 def _without_note(args: Sequence[str]) -> list[str]:
     """The command-line arguments minus ``--note`` (the report prints the note on its own)."""
     out: list[str] = []
@@ -671,12 +695,17 @@ def main(argv: list[str]) -> None:
         if _ABLATION_SEED.value < 0:
             raise ValueError(f"--ablation_seed must be >= 0, got {_ABLATION_SEED.value}")
         check_grid(config, [str(config.quantizer)], seeds, _OUT_DIR.value)
+        if _KEEP_RECORDS.value:
+            check_writable_dir(_KEEP_RECORDS.value, "--keep_records")
     command = "python -m experiments.lowp_study " + " ".join(
         shlex.quote(a) for a in _without_note(sys.argv[1:]))
     out_dir = Path(_OUT_DIR.value)
     report = build_report(config, variants, seeds, _ABLATION_SEED.value, steps, out_dir,
                           _REUSE.value, _ACTORQ.value, command, _NOTE.value)
     print(write_report(report, out_dir).read_text())
+    if _KEEP_RECORDS.value:
+        keep_records(report, _KEEP_RECORDS.value)
+        print(f"run records: {_KEEP_RECORDS.value}")
 
 
 if __name__ == "__main__":
@@ -700,5 +729,8 @@ if __name__ == "__main__":
         "actorq_comparison", True,
         "also run int8 actors + fp16 learner vs fp32 actors + fp32 learner (first seed)")
     _NOTE = flags.DEFINE_string("note", "", "a line for the report's header (e.g. a cut budget)")
+    _KEEP_RECORDS = flags.DEFINE_string(
+        "keep_records", "", "also copy each run's config, logs and summary here (a docs folder): "
+        "--out_dir=<it> later rebuilds the report")
     flags.mark_flag_as_required("config")
     run_absl(main)

@@ -64,6 +64,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
      "--keep_records"),
     ("experiments.lowp_study", [SAC, "--out_dir=/tmp/x", "--seeds=-1"], "seeds"),
     ("experiments.lowp_study", [SAC, "--out_dir=/tmp/x", "--variants=fp12"], "fp12"),
+    ("experiments.lowp_study", [SAC, "--out_dir=/tmp/x", "--keep_records=/proc/records"],
+     "--keep_records"),
     ("experiments.pull_period_ablation", [DQN, "--out_dir=/tmp/x", "--pull_periods=0"],
      "pull_periods"),
     ("experiments.pixel_pipeline", ["--tasks=cartpole", "--out_dir=/tmp/x"], "cartpole"),

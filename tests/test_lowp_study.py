@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from actorq.agents.sac.config import FIX_NAMES
+from actorq.analysis.runs import config_to_dict
 from configs import sac_actorq
 from experiments import lowp_study
 from launchpad_programs import study_runs
@@ -22,8 +23,6 @@ from launchpad_programs import study_runs
 def _config_json(precision: str, fixes: str, seed: int, steps: int) -> dict[str, Any]:
     config = lowp_study.learner_config(
         sac_actorq.get_config("cartpole_balance_small"), precision, fixes, seed, steps)
-    from actorq.analysis.runs import config_to_dict
-
     return config_to_dict(config)
 
 
@@ -249,3 +248,58 @@ def test_state_bytes_halve_in_fp16_and_the_fixes_add_kahan_buffers():
     assert fp16_all["optimizer"] - fp16_none["optimizer"] == 2 * (policy + critics) + 2
     assert fp16_all["ratio_to_fp32"] == pytest.approx(
         (fp16_none["total"] + 2 * (policy + 2 * critics) + 2) / fp32["total"])
+
+
+def test_kept_records_rebuild_the_report_without_running(tmp_path, monkeypatch):
+    """--keep_records: the copies (a failed run's failure.json included) are what a later
+    --out_dir=<copies> reads; nothing runs again and every row comes back the same."""
+    def fake_run(config, run_dir, reuse=True):
+        path = Path(run_dir)
+        if path.is_dir():  # reused
+            return path
+        precision, fixes = str(config.learner.precision), str(config.learner.lowp_fixes)
+        if fixes == "none":
+            _fake_run(path.parent, path.name, precision, fixes, int(config.seed), [310],
+                      steps=int(config.max_actor_steps), fail_at=1000, nonfinite_from=1000)
+            (path / lowp_study.FAILURE_FILE).unlink()  # the study writes its own
+            raise ValueError("Action must not be NaN, got [nan]")
+        _fake_run(path.parent, path.name, precision, fixes, int(config.seed),
+                  [300, 700 + int(config.seed)], steps=int(config.max_actor_steps))
+        (path / "config.json").write_text(json.dumps(config_to_dict(config)))
+        (path / "checkpoints").mkdir()
+        return path
+
+    monkeypatch.setattr(study_runs, "run_or_load", fake_run)
+    config = sac_actorq.get_config("cartpole_balance_small")
+    config.max_actor_steps = 2000
+    variants = lowp_study.parse_variants("fp32,fp16_naive,fp16_fixed")
+    out, kept = tmp_path / "runs", tmp_path / "records"
+    report = lowp_study.build_report(config, variants, [0, 1], 0, 0, out, True, True, "cmd")
+    copies = lowp_study.keep_records(report, kept)
+    # The actorq comparison reuses main/fp16_fixed_seed0 (int8 actors): copied once, in main/.
+    assert sorted(str(p.relative_to(kept)) for p in copies) == [
+        "actorq/fp32_actors_fp32_learner_seed0", "main/fp16_fixed_seed0", "main/fp16_fixed_seed1",
+        "main/fp16_naive_seed0", "main/fp16_naive_seed1", "main/fp32_seed0", "main/fp32_seed1"]
+    assert sorted(p.name for p in (kept / "main" / "fp16_naive_seed0").iterdir()) == [
+        "config.json", "eval.jsonl", lowp_study.FAILURE_FILE, "learner.jsonl"]
+    assert not (kept / "main" / "fp32_seed0" / "checkpoints").exists()
+
+    def must_not_run(config, run_dir, reuse=True):
+        if not Path(run_dir).is_dir():
+            raise AssertionError(f"ran {run_dir}")
+        return Path(run_dir)
+
+    monkeypatch.setattr(study_runs, "run_or_load", must_not_run)
+    rebuilt = lowp_study.build_report(config, variants, [0, 1], 0, 0, kept, True, True, "cmd")
+
+    def without_dirs(rows):
+        return [{k: v for k, v in r.items() if k != "run_dir"} for r in rows]
+
+    assert without_dirs(rebuilt["main"]["runs"]) == without_dirs(report["main"]["runs"])
+    assert [r["status"] for r in rebuilt["main"]["runs"]] == [
+        "ok", "ok", "failed", "failed", "ok", "ok"]
+    assert without_dirs(rebuilt["actorq"]["runs"]) == without_dirs(report["actorq"]["runs"])
+    # Keeping the records where they already are changes nothing.
+    before = {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()}
+    assert sorted(lowp_study.keep_records(rebuilt, kept)) == sorted(copies)
+    assert {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()} == before

@@ -79,12 +79,16 @@ def has_checkpoint(run_dir: str | Path) -> bool:
     return checkpoints.is_dir() and any(p.name.isdigit() for p in checkpoints.iterdir())
 
 
-def copy_run_records(run_dirs: Sequence[str | Path], dest_dir: str | Path) -> list[Path]:
-    """Copies the :data:`RECORD_FILES` of each finished run to ``dest_dir/<run name>``.
+def copy_run_records(run_dirs: Sequence[str | Path], dest_dir: str | Path,
+                     files: Sequence[str] = RECORD_FILES, *,
+                     finished_only: bool = True) -> list[Path]:
+    """Copies ``files`` (those a run has) of each run to ``dest_dir/<run name>``.
 
     The copies are finished runs to every reader here (``run_status``, ``load_run``), so a study
     pointed at ``dest_dir`` rebuilds its report from them without the run directories or
-    retraining. Raises ValueError naming a run that is not finished or whose name repeats.
+    retraining. Raises ValueError naming a run that is not finished (unless ``finished_only`` is
+    False: a study that records failed runs, and judges them itself) or whose name repeats. A run
+    already at its destination is left as it is.
     """
     dest = Path(dest_dir)
     names = [Path(d).name for d in run_dirs]
@@ -93,12 +97,13 @@ def copy_run_records(run_dirs: Sequence[str | Path], dest_dir: str | Path) -> li
         raise ValueError(f"run names repeat ({', '.join(repeated)}): their records would collide")
     copies = []
     for run_dir in map(Path, run_dirs):
-        if run_status(run_dir) != "finished":
+        if finished_only and run_status(run_dir) != "finished":
             raise ValueError(f"{run_dir} is not a finished run (no summary.json of a whole run)")
         target = dest / run_dir.name
         target.mkdir(parents=True, exist_ok=True)
-        for name in RECORD_FILES:
-            if (run_dir / name).is_file():
-                shutil.copy2(run_dir / name, target / name)
+        if target.resolve() != run_dir.resolve():
+            for name in files:
+                if (run_dir / name).is_file():
+                    shutil.copy2(run_dir / name, target / name)
         copies.append(target)
     return copies
