@@ -20,9 +20,10 @@ writes ``lowp.md`` and ``lowp.json`` in ``--out_dir``:
   learner with every fix vs fp32 actors + fp32 learner, first seed, full budget, into
   ``<out_dir>/actorq/`` (a main-table run with the same config is reused instead).
 
-``--keep_records=<docs folder>`` copies every run's small record files (config, evaluations,
-learner log, summary, a failure's error) there in the same layout; ``--out_dir=<that folder>``
-later rebuilds the report from them on any machine, with nothing retrained.
+``--keep_records=<docs folder>`` copies each run's small record files (config, evaluations,
+learner log, summary, a failure's error) there in the same layout as soon as the run ends;
+``--out_dir=<that folder>`` later rebuilds the report from them on any machine, with nothing
+retrained, and a study cut short resumes from them once they are copied back into its out_dir.
 
 A run that raises (naive fp16 SAC goes NaN within its first learner calls; the NaN policy's
 actions then make the environment raise) does not stop the study: it is recorded as ``failed``
@@ -155,6 +156,20 @@ def _same_config(a: ml_collections.ConfigDict, b: ml_collections.ConfigDict) -> 
 
 
 def run_recording_failures(
+    config: ml_collections.ConfigDict, run_dir: str | Path, reuse: bool = True,
+    keep: Path | None = None,
+) -> Path:
+    """:func:`_run_or_record_failure`; then, with ``keep``, the run's :data:`RECORD_FILES` are
+    copied to ``keep/<its folder>/<its name>`` (``main/``, ``ablation/``, ``actorq/``) as soon
+    as it ends, so a study cut short keeps every run that finished (or failed)."""
+    path = _run_or_record_failure(config, run_dir, reuse)
+    if keep is not None:
+        runs.copy_run_records([path], Path(keep) / path.parent.name, RECORD_FILES,
+                              finished_only=False)
+    return path
+
+
+def _run_or_record_failure(
     config: ml_collections.ConfigDict, run_dir: str | Path, reuse: bool = True
 ) -> Path:
     """:func:`run_or_load`, except that a run raising an error is recorded, not re-raised.
@@ -551,7 +566,8 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def run_main_table(config: ml_collections.ConfigDict, variants: Sequence[Variant],
-                   seeds: Sequence[int], out_dir: Path, reuse: bool) -> list[dict[str, Any]]:
+                   seeds: Sequence[int], out_dir: Path, reuse: bool,
+                   keep: Path | None = None) -> list[dict[str, Any]]:
     """Every (variant, seed) at the config's budget; their rows."""
     rows = []
     for variant in variants:
@@ -559,25 +575,25 @@ def run_main_table(config: ml_collections.ConfigDict, variants: Sequence[Variant
             run_config = learner_config(config, variant.precision, variant.lowp_fixes, seed,
                                         master_weights=variant.master_weights)
             path = run_recording_failures(
-                run_config, out_dir / "main" / f"{variant.name}_seed{seed}", reuse)
+                run_config, out_dir / "main" / f"{variant.name}_seed{seed}", reuse, keep)
             rows.append(summarize_run(path, variant.name))
     return rows
 
 
 def run_ablation(config: ml_collections.ConfigDict, seed: int, steps: int, out_dir: Path,
-                 reuse: bool) -> list[dict[str, Any]]:
+                 reuse: bool, keep: Path | None = None) -> list[dict[str, Any]]:
     """fp16 with each fix removed in turn, plus all and none, at ``steps``; their rows."""
     rows = []
     for name, fixes in ablation_settings():
         run_config = learner_config(config, "fp16", fixes, seed, steps)
-        path = run_recording_failures(run_config, out_dir / "ablation" / name, reuse)
+        path = run_recording_failures(run_config, out_dir / "ablation" / name, reuse, keep)
         rows.append(summarize_run(path, name))
     return rows
 
 
 def run_actorq_comparison(config: ml_collections.ConfigDict, seed: int, out_dir: Path,
-                          reuse: bool, main_dirs: dict[str, ml_collections.ConfigDict]
-                          ) -> list[dict[str, Any]]:
+                          reuse: bool, main_dirs: dict[str, ml_collections.ConfigDict],
+                          keep: Path | None = None) -> list[dict[str, Any]]:
     """int8 actors + fp16 (all fixes) learner, then fp32 actors + fp32 learner; a main-table run
     with an identical config (``main_dirs``: directory -> config) is reused."""
     rows = []
@@ -586,7 +602,7 @@ def run_actorq_comparison(config: ml_collections.ConfigDict, seed: int, out_dir:
         name = f"{quantizer}_actors_{precision}_learner"
         path = next((Path(d) for d, c in main_dirs.items() if _same_config(c, run_config)),
                     out_dir / "actorq" / f"{name}_seed{seed}")
-        path = run_recording_failures(run_config, path, reuse)
+        path = run_recording_failures(run_config, path, reuse, keep)
         rows.append(summarize_run(path, name))
     return rows
 
@@ -594,10 +610,11 @@ def run_actorq_comparison(config: ml_collections.ConfigDict, seed: int, out_dir:
 def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                  seeds: Sequence[int], ablation_seed: int, ablation_steps: int, out_dir: Path,
                  reuse: bool, actorq_comparison: bool, command: str,
-                 note: str = "") -> dict[str, Any]:
-    """Runs (or reuses) everything and returns the report dictionary (``lowp.json``)."""
-    main_rows = run_main_table(config, variants, seeds, out_dir, reuse)
-    ablation_rows = (run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse)
+                 note: str = "", keep: Path | None = None) -> dict[str, Any]:
+    """Runs (or reuses) everything and returns the report dictionary (``lowp.json``); ``keep``:
+    where each run's records are copied as it ends (:func:`run_recording_failures`)."""
+    main_rows = run_main_table(config, variants, seeds, out_dir, reuse, keep)
+    ablation_rows = (run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse, keep)
                      if ablation_steps else [])
     nbytes = bytes_table(config)
     report: dict[str, Any] = {
@@ -625,7 +642,7 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                                master_weights=v.master_weights)
             for v in variants for s in seeds
         }
-        rows = run_actorq_comparison(config, seeds[0], out_dir, reuse, main_dirs)
+        rows = run_actorq_comparison(config, seeds[0], out_dir, reuse, main_dirs, keep)
         by_precision = {(b["precision"], b["lowp_fixes"]): b["total"] for b in nbytes}
         config_fixes = str(config.learner.lowp_fixes)
         report["actorq"] = {
@@ -648,22 +665,6 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> Path:
     md = out / "lowp.md"
     md.write_text(markdown(report))
     return md
-
-
-def keep_records(report: dict[str, Any], dest: str | Path) -> list[Path]:
-    """Copies the :data:`RECORD_FILES` of every run in ``report`` to ``dest`` in the study's
-    layout (``main/``, ``ablation/``, ``actorq/``); ``--out_dir=<dest>`` then rebuilds the report
-    with nothing retrained (a failed run keeps its ``failure.json`` and is not rerun)."""
-    sections = [report["main"], report.get("ablation"), report.get("actorq")]
-    by_folder: dict[str, dict[str, None]] = {}
-    for section in filter(None, sections):
-        for row in section["runs"]:
-            path = Path(row["run_dir"])
-            by_folder.setdefault(path.parent.name, {})[str(path)] = None
-    return [copy
-            for folder, dirs in by_folder.items()
-            for copy in runs.copy_run_records(list(dirs), Path(dest) / folder, RECORD_FILES,
-                                              finished_only=False)]
 
 
 def _without_note(args: Sequence[str]) -> list[str]:
@@ -700,12 +701,12 @@ def main(argv: list[str]) -> None:
     command = "python -m experiments.lowp_study " + " ".join(
         shlex.quote(a) for a in _without_note(sys.argv[1:]))
     out_dir = Path(_OUT_DIR.value)
+    keep = Path(_KEEP_RECORDS.value) if _KEEP_RECORDS.value else None
     report = build_report(config, variants, seeds, _ABLATION_SEED.value, steps, out_dir,
-                          _REUSE.value, _ACTORQ.value, command, _NOTE.value)
+                          _REUSE.value, _ACTORQ.value, command, _NOTE.value, keep)
     print(write_report(report, out_dir).read_text())
-    if _KEEP_RECORDS.value:
-        keep_records(report, _KEEP_RECORDS.value)
-        print(f"run records: {_KEEP_RECORDS.value}")
+    if keep is not None:
+        print(f"run records: {keep}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from actorq.agents.sac.config import FIX_NAMES
-from actorq.analysis.runs import config_to_dict
+from actorq.analysis.runs import config_to_dict, copy_run_records
 from configs import sac_actorq
 from experiments import lowp_study
 from launchpad_programs import study_runs
@@ -251,8 +251,8 @@ def test_state_bytes_halve_in_fp16_and_the_fixes_add_kahan_buffers():
 
 
 def test_kept_records_rebuild_the_report_without_running(tmp_path, monkeypatch):
-    """--keep_records: the copies (a failed run's failure.json included) are what a later
-    --out_dir=<copies> reads; nothing runs again and every row comes back the same."""
+    """--keep_records: each run's records are copied as it ends (a failed run's failure.json
+    included); a later --out_dir=<copies> reads them, runs nothing and gets every row back."""
     def fake_run(config, run_dir, reuse=True):
         path = Path(run_dir)
         if path.is_dir():  # reused
@@ -274,10 +274,37 @@ def test_kept_records_rebuild_the_report_without_running(tmp_path, monkeypatch):
     config.max_actor_steps = 2000
     variants = lowp_study.parse_variants("fp32,fp16_naive,fp16_fixed")
     out, kept = tmp_path / "runs", tmp_path / "records"
-    report = lowp_study.build_report(config, variants, [0, 1], 0, 0, out, True, True, "cmd")
-    copies = lowp_study.keep_records(report, kept)
-    # The actorq comparison reuses main/fp16_fixed_seed0 (int8 actors): copied once, in main/.
-    assert sorted(str(p.relative_to(kept)) for p in copies) == [
+
+    def cut_short(config, run_dir, reuse=True):
+        if Path(run_dir).name == "fp16_fixed_seed0":
+            raise study_runs.RunInterrupted("stop")
+        return fake_run(config, run_dir, reuse)
+
+    # A study cut short has kept the runs that ended before it.
+    monkeypatch.setattr(study_runs, "run_or_load", cut_short)
+    with pytest.raises(study_runs.RunInterrupted):
+        lowp_study.build_report(config, variants, [0, 1], 0, 0, out, True, True, "cmd",
+                                keep=kept)
+    assert sorted(p.name for p in (kept / "main").iterdir()) == [
+        "fp16_naive_seed0", "fp16_naive_seed1", "fp32_seed0", "fp32_seed1"]
+
+    monkeypatch.setattr(study_runs, "run_or_load", fake_run)
+    copied = []
+
+    def recording_copies(*args, **kwargs):
+        copied.append(Path(args[0][0]).name)
+        return copy_run_records(*args, **kwargs)
+
+    monkeypatch.setattr(lowp_study.runs, "copy_run_records", recording_copies)
+    report = lowp_study.build_report(config, variants, [0, 1], 0, 0, out, True, True, "cmd",
+                                     keep=kept)
+    # One copy per run as it ends, in run order; the actorq comparison reuses
+    # main/fp16_fixed_seed0 (int8 actors), whose copy in main/ is made again (the same files).
+    assert copied == ["fp32_seed0", "fp32_seed1", "fp16_naive_seed0", "fp16_naive_seed1",
+                      "fp16_fixed_seed0", "fp16_fixed_seed1", "fp16_fixed_seed0",
+                      "fp32_actors_fp32_learner_seed0"]
+    copies = sorted(p.parent for p in kept.glob("*/*/config.json"))
+    assert [str(p.relative_to(kept)) for p in copies] == [
         "actorq/fp32_actors_fp32_learner_seed0", "main/fp16_fixed_seed0", "main/fp16_fixed_seed1",
         "main/fp16_naive_seed0", "main/fp16_naive_seed1", "main/fp32_seed0", "main/fp32_seed1"]
     assert sorted(p.name for p in (kept / "main" / "fp16_naive_seed0").iterdir()) == [
@@ -299,7 +326,7 @@ def test_kept_records_rebuild_the_report_without_running(tmp_path, monkeypatch):
     assert [r["status"] for r in rebuilt["main"]["runs"]] == [
         "ok", "ok", "failed", "failed", "ok", "ok"]
     assert without_dirs(rebuilt["actorq"]["runs"]) == without_dirs(report["actorq"]["runs"])
-    # Keeping the records where they already are changes nothing.
+    # Rebuilding with the copies as both out_dir and keep leaves every file as it was.
     before = {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()}
-    assert sorted(lowp_study.keep_records(rebuilt, kept)) == sorted(copies)
+    lowp_study.build_report(config, variants, [0, 1], 0, 0, kept, True, True, "cmd", keep=kept)
     assert {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()} == before
