@@ -164,8 +164,7 @@ def run_recording_failures(
     as it ends, so a study cut short keeps every run that finished (or failed)."""
     path = _run_or_record_failure(config, run_dir, reuse)
     if keep is not None:
-        runs.copy_run_records([path], Path(keep) / path.parent.name, RECORD_FILES,
-                              finished_only=False)
+        runs.copy_run_records([path], keep / path.parent.name, RECORD_FILES, finished_only=False)
     return path
 
 

@@ -1,7 +1,7 @@
 """Run directories as study inputs: is a run there, finished, and made with this config?
 
 Nothing here starts a run (the launch side's run-or-reuse step does); the one writer copies a
-finished run's small record files elsewhere.
+run's small record files elsewhere.
 """
 
 from __future__ import annotations
