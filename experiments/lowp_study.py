@@ -61,7 +61,7 @@ from launchpad_programs.study_runs import check_grid
 FAILURE_FILE = "failure.json"
 # What the report reads of a run: the common records, the learner's log (skipped steps, loss
 # scales, non-finite parameters) and a failed run's error.
-RECORD_FILES = (*runs.RECORD_FILES, "learner.jsonl", FAILURE_FILE)
+RECORD_FILES = (*runs.RECORD_FILES, FAILURE_FILE)
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
 # low-precision learner that beats fp32 on these seeds has not lost to it.
 WITHIN = 0.05

@@ -11,8 +11,8 @@ Runs go to ``<out_dir>/fp32_seed<s>`` and ``<out_dir>/int<b>_qat_seed<s>``; fini
 reused (``--reuse``, the default) so re-running the command just rebuilds ``qat.md``,
 ``qat.json`` and ``qat.png``. The report covers every finished run in ``out_dir``, so a second
 command can add seeds for some bit widths (``--bits=4,5,6 --seeds=1``). ``--keep_records=<dir>``
-copies each finished run's config, evaluations and summary there (kilobytes); those copies are
-finished runs, so ``--out_dir=<dir>`` rebuilds the report from them on any machine.
+copies each run's config, evaluations, learner log and summary there as it finishes (kilobytes);
+those copies are finished runs, so ``--out_dir=<dir>`` rebuilds the report from them on any machine.
 
 QAT delay: ``learner.qat_delay_steps`` counts learner steps, so ``--qat_delay_fraction`` (of
 the run's learner steps; default one half, the delay QuaRL found best) is converted with the
@@ -134,10 +134,19 @@ def run_sweep(
     delay_fraction: float = DEFAULT_DELAY_FRACTION,
     delay_steps: int | None = None,
     reuse: bool = True,
+    keep: str | Path | None = None,
 ) -> list[Path]:
-    """Runs (or reuses) every run of :func:`plan_sweep`; returns their directories."""
+    """Runs (or reuses) every run of :func:`plan_sweep`; returns their directories.
+
+    With ``keep``, each run's records are copied to ``keep/<run name>`` as soon as it ends, so a
+    sweep cut short (or a machine lost) keeps every run that finished."""
     plan = plan_sweep(config, bits, seeds, out_dir, delay_fraction, delay_steps)
-    return [run_or_load(run_config, path, reuse) for run_config, path in plan]
+    dirs = []
+    for run_config, path in plan:
+        dirs.append(run_or_load(run_config, path, reuse))
+        if keep:
+            copy_run_records(dirs[-1:], keep)
+    return dirs
 
 
 def finished_sweep_runs(out_dir: str | Path) -> list[Path]:
@@ -289,8 +298,9 @@ def _define_flags() -> None:
     flags.DEFINE_integer("qat_delay_steps", -1, "QAT delay in learner SGD steps (overrides "
                          "--qat_delay_fraction when >= 0).")
     flags.DEFINE_bool("reuse", True, "Reuse finished runs in --out_dir, resume unfinished ones.")
-    flags.DEFINE_string("keep_records", "", "Also copy each finished run's config, evaluations and "
-                        "summary here (a docs folder): --out_dir=<it> later rebuilds the report.")
+    flags.DEFINE_string("keep_records", "", "Also copy each run's config, evaluations, learner log "
+                        "and summary here as it finishes (a docs folder): --out_dir=<it> later "
+                        "rebuilds the report.")
 
 
 def main(argv: list[str]) -> None:
@@ -302,10 +312,12 @@ def main(argv: list[str]) -> None:
         plan_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay)
         if f.keep_records:
             check_writable_dir(f.keep_records, "--keep_records")
-    dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse)
+    dirs = run_sweep(f.config, f.bits, f.seeds, f.out_dir, f.qat_delay_fraction, delay, f.reuse,
+                     f.keep_records or None)
     everything = sorted({Path(d).resolve() for d in [*dirs, *finished_sweep_runs(f.out_dir)]})
     print(write_qat_report(everything, f.out_dir).read_text())
     if f.keep_records:
+        # Runs of earlier commands in --out_dir too, so the kept records rebuild this report.
         copy_run_records(everything, f.keep_records)
         print(f"run records: {f.keep_records}")
 

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import ml_collections
 import numpy as np
@@ -334,7 +335,7 @@ def test_qat_delay_counts_updates_on_the_queue_path(tmp_path: Path) -> None:
     assert plan[1][0].quantizer == "rtn_int4"
 
 
-def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
+def test_qat_sweep_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tiny_config(1000)
     config.replay.min_size = 200
     out = tmp_path / "qat"
@@ -371,11 +372,27 @@ def test_qat_sweep_end_to_end(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--bits"):
         qat_sweep.run_sweep(config, "9", "0", out)
 
-    # The runs' records alone rebuild the same report, with nothing retrained.
+    # --keep_records copies each run's records as it ends: a sweep that dies on its third run
+    # has kept the first two.
     records = tmp_path / "records"
-    copies = analysis_runs.copy_run_records(dirs, records)
+    real_run_or_load = qat_sweep.run_or_load
+
+    def dies_on_int4(run_config: Any, path: Path, reuse: bool) -> Path:
+        if path.name == "int4_qat_seed0":
+            raise RuntimeError("machine lost")
+        return real_run_or_load(run_config, path, reuse)
+
+    monkeypatch.setattr(qat_sweep, "run_or_load", dies_on_int4)
+    with pytest.raises(RuntimeError, match="machine lost"):
+        qat_sweep.run_sweep(config, "8,4", "0", out, keep=records)
+    assert sorted(p.name for p in records.iterdir()) == ["fp32_seed0", "int8_qat_seed0"]
+    monkeypatch.setattr(qat_sweep, "run_or_load", real_run_or_load)
+
+    # The runs' records alone rebuild the same report, with nothing retrained.
+    assert qat_sweep.run_sweep(config, "8,4", "0", out, keep=records) == dirs
+    copies = [records / d.name for d in dirs]
     assert sorted(p.name for p in (records / "int4_qat_seed0").iterdir()) == [
-        "config.json", "energy.json", "eval.jsonl", "summary.json"]
+        "config.json", "energy.json", "eval.jsonl", "learner.jsonl", "summary.json"]
     assert qat_sweep.run_sweep(config, "8,4", "0", records) == copies
     assert not (records / "fp32_seed0" / "checkpoints").exists()
     qat_sweep.write_qat_report(copies, records)

@@ -16,9 +16,10 @@ import ml_collections
 
 RunStatus = Literal["missing", "finished", "partial"]
 
-# What a finished run's reports read (config, evaluations, end state, energy): kilobytes, against
-# the megabytes of checkpoints and actor logs, so they can be kept beside a docs page.
-RECORD_FILES = ("config.json", "eval.jsonl", "summary.json", "energy.json")
+# What a finished run's reports read (config, evaluations, end state, energy, the learner's
+# metrics): kilobytes to tens of kilobytes, against the megabytes of checkpoints and actor logs, so
+# they can be kept beside a docs page.
+RECORD_FILES = ("config.json", "eval.jsonl", "summary.json", "energy.json", "learner.jsonl")
 
 # Fields that may differ between a requested config and a reusable run (where it lives).
 _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
