@@ -115,6 +115,11 @@ class Builder(Protocol):
         ...
 
     @property
+    def head_noise_period(self) -> int | None:
+        """Actor steps a stochastic head holds its noise for (gSDE); None: fresh every step."""
+        ...
+
+    @property
     def n_step(self) -> int: ...
 
     @property

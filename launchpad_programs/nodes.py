@@ -218,7 +218,8 @@ def make_actor(
             return base_exploration(outputs, step + done)
 
     adders = [builder.make_adder(emit) for _ in range(envs_per_actor(config))]
-    actor = FeedForwardActor(runtime, client, exploration, adders, breakdown, seed=seed)
+    actor = FeedForwardActor(runtime, client, exploration, adders, breakdown, seed=seed,
+                             head_noise_period=builder.head_noise_period)
     return actor, client
 
 

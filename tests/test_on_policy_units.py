@@ -21,7 +21,7 @@ from actorq.agents.on_policy import distributions
 from actorq.agents.on_policy.acting import REWARD_CLIP, RewardScalingAdder
 from actorq.agents.on_policy.advantages import generalized_advantages
 from actorq.agents.on_policy.learning import Objective, surrogate_loss
-from actorq.agents.on_policy.networks import make_networks
+from actorq.agents.on_policy.networks import deployed_params, make_networks, mlp_features
 from actorq.agents.ppo.config import PPOConfig
 from actorq.networks.mlp import layer_name
 from actorq.quantization import make_quantizer
@@ -470,6 +470,121 @@ def test_head_sample_frequencies(head_setup):
         # Monte-Carlo entropy -E[log p] from the actor's own log-probs.
         mc = -float(np.mean(policy_head.log_prob(package, outputs, actions)))
         assert mc == pytest.approx(entropy, abs=0.05)
+
+
+# ============================================== 3b. gSDE: the features ride through the package
+
+GSDE_FEATURES = 32
+# [features, actions]: one row per feature, spread so that the variance is not one number.
+GSDE_LOG_STD = np.linspace(-2.0, 0.5, GSDE_FEATURES * ACTION_SIZE,
+                           dtype=np.float32).reshape(GSDE_FEATURES, ACTION_SIZE)
+
+
+@pytest.fixture(scope="module")
+def gsde_setup():
+    config = PPOConfig(hidden_sizes=(32, GSDE_FEATURES), gsde=True, orthogonal_init=False)
+    networks = make_networks(config, observation_size=OBS_SIZE, action_size=ACTION_SIZE,
+                             discrete=False)
+    assert networks.head == "gsde" and networks.gsde_features == GSDE_FEATURES
+    assert networks.deployed_policy.output_size == ACTION_SIZE + GSDE_FEATURES
+    params = networks.init(jax.random.key(0))
+    assert params["log_std"].shape == (GSDE_FEATURES, ACTION_SIZE)
+    deployed = deployed_params(params["policy"])
+    packages = {}
+    for spec in ("fp32", "int8"):
+        package = make_quantizer(spec).quantize(deployed, networks.deployed_policy, version=1)
+        packages[spec] = dataclasses.replace(
+            package, head="gsde", head_log_std=GSDE_LOG_STD, observation_mean=OBS_MEAN,
+            observation_std=OBS_STD)
+    obs = _observations()
+    normalized = jnp.asarray(_normalized(obs))
+    mean = np.asarray(networks.policy.apply(params["policy"], normalized))
+    features = np.asarray(mlp_features(params["policy"], normalized, config.activation))
+    return dict(networks=networks, packages=packages, obs=obs, mean=mean, features=features)
+
+
+def _jax_gsde_logp(mean, features, actions):
+    return np.asarray(distributions.log_prob("gsde", jnp.asarray(mean), jnp.asarray(actions),
+                                             jnp.asarray(GSDE_LOG_STD), jnp.asarray(features)))
+
+
+@pytest.mark.parametrize("runtime_name", ["onnxruntime", "xla"])
+@pytest.mark.parametrize("spec", ["fp32", "int8"])
+def test_gsde_package_outputs_the_mean_and_the_features(gsde_setup, runtimes, runtime_name,
+                                                        spec):
+    """The package's output layer [W | I] passes the features it reads through unchanged: every
+    runtime gives the mean and the features with no change of its own, and the actor's
+    log-probability is the learner's."""
+    s = gsde_setup
+    package = s["packages"][spec]
+    runtime = runtimes[runtime_name]
+    runtime.load(package)
+    outputs = runtime(s["obs"])
+    assert outputs.shape == (len(s["obs"]), ACTION_SIZE + GSDE_FEATURES)
+    mean, features = policy_head.gsde_parts(package, outputs)
+    actions = (s["mean"] + np.random.default_rng(5).normal(size=s["mean"].shape)).astype(
+        np.float32)
+    actor_logp = policy_head.log_prob(package, outputs, actions)
+    if spec == "fp32":
+        np.testing.assert_allclose(mean, s["mean"], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(features, s["features"], rtol=0, atol=1e-5)
+        np.testing.assert_allclose(actor_logp, _jax_gsde_logp(s["mean"], s["features"], actions),
+                                   rtol=1e-4, atol=1e-4)
+    else:
+        # The features are the int8 network's own (its quantized last-layer input), close to
+        # the learner's fp32 ones; the log-probability is exact for what the package computed.
+        assert 0 < np.abs(features - s["features"]).max() < 5e-2
+        np.testing.assert_allclose(actor_logp, _jax_gsde_logp(mean, features, actions),
+                                   rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(policy_head.mode(package, outputs), mean.astype(np.float32))
+
+
+def test_gsde_noise_is_held_for_its_period_and_has_the_heads_variance(gsde_setup):
+    s = gsde_setup
+    package = s["packages"]["fp32"]
+    outputs = np.concatenate([s["mean"], s["features"]], axis=1).astype(np.float32)[:4]
+    noise = policy_head.GsdeNoise(period=3)
+    rng = np.random.default_rng(6)
+    draws = [policy_head.sample(package, outputs, rng, noise) for _ in range(6)]
+    # The same noise matrices for 3 steps (the same outputs give the same actions), then new.
+    for i in (1, 2):
+        np.testing.assert_array_equal(draws[i][0], draws[0][0])
+    assert not np.allclose(draws[3][0], draws[0][0])
+    np.testing.assert_array_equal(draws[4][0], draws[3][0])
+    for actions, logp in draws:
+        np.testing.assert_array_equal(logp, policy_head.log_prob(package, outputs, actions))
+        np.testing.assert_allclose(logp, _jax_gsde_logp(outputs[:, :ACTION_SIZE],
+                                                        outputs[:, ACTION_SIZE:], actions),
+                                   rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="GsdeNoise"):
+        policy_head.sample(package, outputs, rng)
+    # Redrawn every step, one row's actions spread with the head's per-action variance.
+    n = 20_000
+    row = np.repeat(outputs[:1], n, axis=0)
+    actions, _ = policy_head.sample(package, row, rng, policy_head.GsdeNoise(period=1))
+    variance = np.asarray(distributions.gsde_variance(jnp.asarray(outputs[:1, ACTION_SIZE:]),
+                                                      jnp.asarray(GSDE_LOG_STD)))[0]
+    np.testing.assert_allclose(actions.std(0), np.sqrt(variance), rtol=0.03)
+    np.testing.assert_allclose(actions.mean(0), outputs[0, :ACTION_SIZE], rtol=0,
+                               atol=0.03 * np.sqrt(variance).max())
+    entropy = float(distributions.entropy("gsde", jnp.asarray(outputs[:1, :ACTION_SIZE]),
+                                          jnp.asarray(GSDE_LOG_STD),
+                                          jnp.asarray(outputs[:1, ACTION_SIZE:]))[0])
+    assert -float(np.mean(policy_head.log_prob(package, row, actions))) == pytest.approx(
+        entropy, abs=0.05)
+
+
+def test_gsde_package_checks_its_log_std_shape(gsde_setup):
+    package = gsde_setup["packages"]["fp32"]
+    data = package.to_bytes()
+    back = PolicyPackage.from_bytes(data)
+    assert back.head == "gsde" and back.head_log_std.shape == (GSDE_FEATURES, ACTION_SIZE)
+    assert back.to_bytes() == data
+    for bad in (GSDE_LOG_STD[0], GSDE_LOG_STD[1:], GSDE_LOG_STD[:, :2]):
+        with pytest.raises(PackageError, match="gsde head's log_std"):
+            dataclasses.replace(package, head_log_std=bad)
+    with pytest.raises(ValueError, match="mlp torso"):
+        PPOConfig(gsde=True, torso="minatar")
 
 
 # ============================================================================== 4. the queue

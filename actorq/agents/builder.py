@@ -111,6 +111,11 @@ class AgentBuilder:
         """Outputs of the network the actors run (no Flax needed)."""
         return self.action_size
 
+    @property
+    def head_noise_period(self) -> int | None:
+        """Actor steps a stochastic head holds its noise for: None, fresh noise every step."""
+        return None
+
     # ---------------------------------------------------------------------- data path
 
     @property

@@ -45,13 +45,16 @@ MAGIC = b"AQPK"
 # affine_bits with per-layer input_range (the paper's simulated affine quantizer).
 # 7: per-layer input_code_scale (static 8-bit codes between convolutions; a reader that ignored
 # it would requantize dynamically and compute a different policy).
-FORMAT_VERSION = 7
-READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7)
+# 8: the gsde head (a reader that took its outputs for the mean would act on the features too).
+FORMAT_VERSION = 8
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7, 8)
 PADDINGS = ("VALID",)
 # What the network's outputs mean. deterministic: they are the actions (or Q-values); the
 # agent's exploration acts on them. categorical: logits of a distribution actors sample from.
 # gaussian: the mean of a diagonal Gaussian with the package's state-independent log-std.
-HEADS = ("deterministic", "categorical", "gaussian")
+# gsde: the mean, then the last hidden features that scale the noise (generalized
+# state-dependent exploration; head_log_std is a [features, actions] matrix).
+HEADS = ("deterministic", "categorical", "gaussian", "gsde")
 # Normalized observations are clipped to this many standard deviations (as CleanRL's and SB3's
 # observation normalization do); the learner clips with the same bound.
 OBSERVATION_CLIP = 10.0
@@ -230,8 +233,11 @@ class PolicyPackage:
             )
         if self.head not in HEADS:
             raise PackageError(f"unknown policy head {self.head!r}; valid: {', '.join(HEADS)}")
-        if (self.head == "gaussian") != (self.head_log_std is not None):
-            raise PackageError("a gaussian head needs head_log_std, and only it has one")
+        if (self.head in ("gaussian", "gsde")) != (self.head_log_std is not None):
+            raise PackageError("a gaussian or gsde head needs head_log_std, and only they have "
+                               "one")
+        if self.head == "gsde":
+            self._check_gsde()
         if (self.observation_mean is None) != (self.observation_std is None):
             raise PackageError("the observation normalizer needs both mean and std")
         if self.affine_bits is not None and (
@@ -255,6 +261,17 @@ class PolicyPackage:
             if smoothing.shape != (self.input_size,) or not np.all(smoothing > 0):
                 raise PackageError(f"input_smoothing must be {self.input_size} positive "
                                    f"divisors, got shape {smoothing.shape}")
+
+    def _check_gsde(self) -> None:
+        """The outputs are ``actions`` means then the ``features`` the last layer reads, passed
+        through an identity block."""
+        shape = np.shape(self.head_log_std)
+        last = self.layers[-1]
+        if (len(shape) != 2 or isinstance(last, ConvParams)
+                or shape[0] != last.kernel.shape[0] or sum(shape) != self.output_size):
+            raise PackageError(f"a gsde head's log_std is [features, actions] with features the "
+                               f"last layer's {last.kernel.shape[0]} inputs and features + "
+                               f"actions its {self.output_size} outputs; got shape {shape}")
 
     def _check_code_scale(self, index: int, scale: np.ndarray) -> None:
         previous = self.layers[index - 1] if index > 0 else None

@@ -23,7 +23,8 @@ class FeedForwardActor:
 
     With ``exploration=None`` the package's stochastic head (categorical or Gaussian) samples
     the actions, and each step also carries ``behaviour_logprob``: the log-probability under
-    the deployed (possibly quantized) package of the action it took.
+    the deployed (possibly quantized) package of the action it took. A gSDE head's noise is
+    held for ``head_noise_period`` steps per environment.
 
     Steps counted by :meth:`update` reach the client right before the next action, so a pull
     that falls due at the end of a step is taken then. Under the single launcher the learner
@@ -39,6 +40,7 @@ class FeedForwardActor:
         adders: Sequence[Adder] = (),
         breakdown: RuntimeBreakdown | None = None,
         seed: int = 0,
+        head_noise_period: int | None = None,
     ) -> None:
         self._runtime = runtime
         self._client = client
@@ -48,6 +50,8 @@ class FeedForwardActor:
         self._steps = 0
         self._rng = np.random.default_rng(seed)
         self._logprobs: np.ndarray | None = None
+        self._head_noise = (policy_head.GsdeNoise(head_noise_period)
+                            if head_noise_period is not None else None)
         self._uncounted_steps = 0
 
     @property
@@ -65,7 +69,7 @@ class FeedForwardActor:
             outputs = self._runtime(observations)
         if self._exploration is None:
             actions, self._logprobs = policy_head.sample(self._client.package, outputs,
-                                                         self._rng)
+                                                         self._rng, self._head_noise)
         else:
             # The exploration schedule (e.g. epsilon decay) counts environment steps.
             actions = self._exploration(outputs, self._steps)

@@ -61,6 +61,28 @@ class OnPolicyBuilder(AgentBuilder):
         return make(self.config, self.observation_size, self.action_size, self.discrete,
                     **self.observation_options())
 
+    @property
+    def gsde_features(self) -> int:
+        """Features a gSDE policy appends to its outputs (0 without gSDE): the output layer's
+        inputs, the last hidden layer or the observation (no Flax needed)."""
+        if self.discrete or not self.config.gsde:
+            return 0
+        hidden = tuple(self.config.hidden_sizes)
+        return int(hidden[-1]) if hidden else self.observation_size
+
+    @property
+    def policy_network(self) -> Any:
+        return self.networks.deployed_policy
+
+    @property
+    def policy_output_size(self) -> int:
+        return self.action_size + self.gsde_features
+
+    @property
+    def head_noise_period(self) -> int | None:
+        """A gSDE head holds each environment's noise for an unroll (SB3: one rollout)."""
+        return int(self.config.unroll_length) if self.gsde_features else None
+
     def make_exploration(self, actor_index: int, num_actors: int, seed: int) -> None:
         """None: the package's head samples the actions (``actorq.runtime.policy_head``)."""
         del actor_index, num_actors, seed
@@ -69,7 +91,7 @@ class OnPolicyBuilder(AgentBuilder):
         """The head's mode: the most likely action, or the Gaussian's mean."""
         if self.discrete:
             return np.argmax(outputs, axis=-1).astype(np.int32)
-        return np.asarray(outputs, np.float32)
+        return np.asarray(outputs[..., : self.action_size], np.float32)
 
     def policy_extras(self, learner: Learner) -> dict[str, Any]:
         return learner.policy_extras()

@@ -65,6 +65,11 @@ class OnPolicyConfig:
     # Actors scale rewards by the running std of each environment's discounted return.
     normalize_rewards: bool = False
     initial_log_std: float = 0.0
+    # Continuous actions: generalized state-dependent exploration (gSDE; the RL Zoo's use_sde)
+    # instead of independent Gaussian noise. The noise is z @ E for the policy's last hidden
+    # features z and a matrix E drawn with std exp(log_std) ([features, actions], starting at
+    # initial_log_std), held for an unroll per environment.
+    gsde: bool = False
     behavior_logprob: str = "actor"
     is_correction: str = "none"
     is_cap: float = 2.0
@@ -92,6 +97,9 @@ class OnPolicyConfig:
     def __post_init__(self) -> None:
         check_bounds(self, self.BOUNDS, prefix="learner.")
         check_torso(self.torso)
+        if self.gsde and self.torso != "mlp":
+            raise ValueError("learner.gsde needs the mlp torso (its noise reads the last hidden "
+                             "features of an MLP policy)")
         for field, valid in (("activation", ACTIVATIONS),
                              ("behavior_logprob", BEHAVIOUR_LOGPROBS),
                              ("is_correction", IS_CORRECTIONS)):

@@ -33,7 +33,7 @@ import optax
 from actorq.agents.on_policy import distributions, normalization
 from actorq.agents.on_policy.advantages import generalized_advantages
 from actorq.agents.on_policy.config import OnPolicyConfig
-from actorq.agents.on_policy.networks import OnPolicyNetworks
+from actorq.agents.on_policy.networks import OnPolicyNetworks, deployed_params, mlp_features
 from actorq.agents.on_policy.unrolls import UNROLL_FIELDS
 from actorq.quantization.qat import QATSchedule
 
@@ -56,6 +56,18 @@ class Objective(NamedTuple):
     minibatches: int
 
 
+def head_inputs(head: str, params: Any, observation: jax.Array,
+                activation: str) -> tuple[jax.Array | None, jax.Array | None]:
+    """``(log_std, features)`` the head's density takes besides the outputs: the log-std of a
+    Gaussian or gSDE head, and a gSDE head's features (no gradient: SB3's default
+    ``learn_features=False``, the features learn through the mean alone)."""
+    log_std = params["log_std"] if head in ("gaussian", "gsde") else None
+    features = None
+    if head == "gsde":
+        features = jax.lax.stop_gradient(mlp_features(params["policy"], observation, activation))
+    return log_std, features
+
+
 def surrogate_loss(
     policy_apply: Callable, value_apply: Callable, head: str, objective: Objective,
     config: OnPolicyConfig, params: Any, minibatch: Batch,
@@ -68,8 +80,8 @@ def surrogate_loss(
     ``old_value``.
     """
     outputs = policy_apply(params["policy"], minibatch["observation"])
-    log_std = params["log_std"] if head == "gaussian" else None
-    logp = distributions.log_prob(head, outputs, minibatch["action"], log_std)
+    log_std, features = head_inputs(head, params, minibatch["observation"], config.activation)
+    logp = distributions.log_prob(head, outputs, minibatch["action"], log_std, features)
     log_ratio = logp - minibatch["base_logprob"]
     ratio = jnp.exp(log_ratio)
     advantage = minibatch["advantage"]
@@ -92,7 +104,7 @@ def surrogate_loss(
             value - minibatch["old_value"], -objective.clip_epsilon, objective.clip_epsilon)
         value_error = jnp.maximum(value_error, (clipped_value - minibatch["return"]) ** 2)
     value_loss = 0.5 * jnp.mean(value_error)
-    entropy = jnp.mean(distributions.entropy(head, outputs, log_std))
+    entropy = jnp.mean(distributions.entropy(head, outputs, log_std, features))
     loss = pg_loss + config.value_coef * value_loss - config.entropy_coef * entropy
     metrics = {
         "policy_loss": pg_loss,
@@ -154,11 +166,11 @@ class OnPolicyLearner:
         else:
             observation, next_observation = batch["observation"], batch["next_observation"]
         params = state.params
-        log_std = params["log_std"] if head == "gaussian" else None
+        log_std, features = head_inputs(head, params, observation, config.activation)
         values = value_apply(params["value"], observation)[..., 0]
         next_values = value_apply(params["value"], next_observation)[..., 0]
         old_logp = distributions.log_prob(
-            head, policy.apply(params["policy"], observation), batch["action"], log_std)
+            head, policy.apply(params["policy"], observation), batch["action"], log_std, features)
         actor_logp = batch["behaviour_logprob"]
         advantages = generalized_advantages(
             batch["reward"], batch["discount"], batch["last"], values, next_values,
@@ -224,7 +236,7 @@ class OnPolicyLearner:
             "learning_rate": config.learning_rate * lr_scale,
             "advantage_std": jnp.std(advantages),
         })
-        if head == "gaussian":
+        if head in ("gaussian", "gsde"):
             metrics["log_std"] = jnp.mean(params["log_std"])
         new_state = TrainingState(params, opt_state, moments, state.updates + 1,
                                   jax.random.key_data(key))
@@ -251,14 +263,17 @@ class OnPolicyLearner:
         return out
 
     def policy_params(self) -> Any:
-        """The policy MLP's params (what the quantizers package)."""
+        """The params of the network the actors run (what the quantizers package): the policy
+        MLP's, with a gSDE policy's features passed through its output layer."""
+        if self._networks.head == "gsde":
+            return deployed_params(self._state.params["policy"])
         return self._state.params["policy"]
 
     def policy_extras(self) -> dict[str, Any]:
         """What the package carries besides the MLP: the head, its log-std and the observation
         normalizer (``PolicyPackage`` fields)."""
         extras: dict[str, Any] = {"head": self._networks.head}
-        if self._networks.head == "gaussian":
+        if self._networks.head in ("gaussian", "gsde"):
             extras["head_log_std"] = np.asarray(self._state.params["log_std"], np.float32)
         if self._config.normalize_observations:
             moments = self._state.moments

@@ -6,7 +6,9 @@ torso, each network with its own copy, as CleanRL's separate-network variants) o
 Initialisation follows the reference implementations (CleanRL, SB3): orthogonal weights with
 gain sqrt(2), the policy's output layer with gain 0.01 and the value's with gain 1, zero biases
 (``orthogonal_init=False``: Flax's default, as the RL Zoo's tuned MuJoCo presets use).
-A Gaussian policy's log-std is a state-independent parameter beside the MLP.
+A Gaussian policy's log-std is a state-independent parameter beside the MLP; a gSDE policy's is
+a ``[features, actions]`` matrix, and the network the actors run (``deployed_policy``) appends
+the last hidden features to the mean (:func:`deployed_params`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import jax.numpy as jnp
 
 from actorq.agents.on_policy.config import OnPolicyConfig
 from actorq.networks.conv import pixel_network, require_flat_observations
-from actorq.networks.mlp import MLP, DotGeneral, layer_name
+from actorq.networks.mlp import ACTIVATIONS, MLP, DotGeneral, layer_name, mlp_layers
 from actorq.quantization.qat import fake_quant_dot_general
 
 
@@ -40,9 +42,31 @@ def _rescale_output_layer(params: dict, gain: float, key: jax.Array) -> dict:
     return {**params, "params": inner}
 
 
+def mlp_features(params: dict, x: jax.Array, activation: str) -> jax.Array:
+    """The last hidden features of an :class:`MLP` (its output layer's inputs), in fp32."""
+    for kernel, bias in mlp_layers(params)[:-1]:
+        x = ACTIVATIONS[activation](x @ kernel + bias)
+    return x
+
+
+def deployed_params(params: dict) -> dict:
+    """A gSDE policy's params as the actors run them: the output layer ``[W | I]``, ``[b | 0]``,
+    so the network outputs the mean and then, unchanged, the features it read."""
+    layers = mlp_layers(params)
+    kernel, bias = layers[-1]
+    features = kernel.shape[0]
+    name = layer_name(len(layers) - 1)
+    last = {"kernel": jnp.concatenate([kernel, jnp.eye(features, dtype=kernel.dtype)], axis=1),
+            "bias": jnp.concatenate([bias, jnp.zeros(features, bias.dtype)])}
+    inner = {**params["params"], name: last}
+    return {**params, "params": inner}
+
+
 @dataclasses.dataclass(frozen=True)
 class OnPolicyNetworks:
-    """The modules; ``head`` is ``categorical`` (discrete actions) or ``gaussian``."""
+    """The modules; ``head`` is ``categorical`` (discrete actions), ``gaussian`` or ``gsde``.
+    ``deployed_policy`` is the network the actors run: ``policy``, except that a gSDE one
+    outputs its features too."""
 
     policy: nn.Module
     value: nn.Module
@@ -54,6 +78,17 @@ class OnPolicyNetworks:
     orthogonal_init: bool
     # (H, W, C) of uint8 pixel observations (conv torsos); None: flat float32 features.
     observation_shape: tuple[int, ...] | None = None
+    deployed_policy: nn.Module | None = None
+    activation: str = "tanh"
+
+    def __post_init__(self) -> None:
+        if self.deployed_policy is None:
+            object.__setattr__(self, "deployed_policy", self.policy)
+
+    @property
+    def gsde_features(self) -> int:
+        """The features a gSDE head's noise reads (0: no gSDE)."""
+        return int(self.deployed_policy.output_size) - self.action_size
 
     def init(self, key: jax.Array) -> dict:
         """Fresh params ``{"policy", "value"}``, plus ``"log_std"`` for a Gaussian head."""
@@ -70,6 +105,9 @@ class OnPolicyNetworks:
         params = {"policy": policy, "value": value}
         if self.head == "gaussian":
             params["log_std"] = jnp.full((self.action_size,), self.initial_log_std, jnp.float32)
+        elif self.head == "gsde":
+            params["log_std"] = jnp.full((self.gsde_features, self.action_size),
+                                         self.initial_log_std, jnp.float32)
         return params
 
 
@@ -79,7 +117,7 @@ def make_networks(config: OnPolicyConfig, observation_size: int, action_size: in
     """The networks for an environment: logits over ``action_size`` actions when ``discrete``,
     else a Gaussian mean of dimension ``action_size``. ``observation_shape``/
     ``observation_scale``: pixel observations, for the conv torsos."""
-    head = "categorical" if discrete else "gaussian"
+    head = "categorical" if discrete else ("gsde" if config.gsde else "gaussian")
     if config.torso != "mlp":
         if config.normalize_observations:
             raise ValueError("learner.normalize_observations: pixel observations are scaled by "
@@ -99,9 +137,16 @@ def make_networks(config: OnPolicyConfig, observation_size: int, action_size: in
     if config.qat_bits is not None:
         qat = _mlp(config.hidden_sizes, action_size, config.activation, config.orthogonal_init,
                    fake_quant_dot_general(config.qat_bits))
+    policy = _mlp(config.hidden_sizes, action_size, config.activation, config.orthogonal_init)
+    deployed = None
+    if head == "gsde":  # the output layer's inputs: the last hidden layer, or the observation
+        features = config.hidden_sizes[-1] if config.hidden_sizes else observation_size
+        deployed = _mlp(config.hidden_sizes, action_size + features, config.activation,
+                        config.orthogonal_init)
     return OnPolicyNetworks(
-        policy=_mlp(config.hidden_sizes, action_size, config.activation,
-                    config.orthogonal_init),
+        policy=policy,
+        deployed_policy=deployed,
+        activation=config.activation,
         value=_mlp(config.value_hidden_sizes, 1, config.activation, config.orthogonal_init),
         qat_policy=qat,
         head=head,
