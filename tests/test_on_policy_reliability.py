@@ -592,3 +592,33 @@ def test_nan_observation_in_a_local_actor_ends_the_cli_in_one_error_line(tmp_pat
                for e in read_events(run))
     summary = json.loads((run / "summary.json").read_text())
     assert summary["actor_steps"] < 100_000
+
+
+# ---------------------------------------------- 7. gSDE: the actor samples the learner's density
+
+
+def test_gsde_actors_report_the_learners_log_probabilities(tmp_path):
+    """A2C Pendulum with gSDE and fp32 actors: the features reach the actor through the
+    package's output layer and its noise is held per unroll, yet the log-probability it reports
+    for each action is the learner's own (behaviour KL 0 on every update). Observations are not
+    normalized here: the learner re-normalizes each batch with statistics updated by it, a
+    mismatch of its own (up to KL ~1 in the first updates, any head)."""
+    from configs import a2c_actorq
+    from launchpad_programs.launch import run_experiment
+
+    config = a2c_actorq.get_config("pendulum")
+    config.learner.gsde = True
+    config.learner.normalize_observations = False
+    config.quantizer = "fp32"
+    config.track_energy = False
+    config.max_actor_steps = 2048
+    config.eval_every_steps = 1_000_000
+    config.eval_episodes = 1
+    config.log_every_seconds = 1e-6  # a learner row per update
+    config.run_dir = str(tmp_path / "run")
+    summary = run_experiment(config)
+    rows = read_rows(tmp_path / "run" / "learner.jsonl")
+    assert summary["learner_steps"] >= 30 and len(rows) >= summary["learner_steps"]
+    assert all(abs(r["behaviour_kl"]) < 1e-5 for r in rows), [r["behaviour_kl"] for r in rows]
+    assert all(r["sample_policy_lag_max"] == 0.0 for r in rows)
+    assert all(np.isfinite(r["log_std"]) and np.isfinite(r["entropy"]) for r in rows)
