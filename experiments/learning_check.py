@@ -5,7 +5,8 @@
         --out_dir=runs/learning_dqn_cartpole
 
 Runs (or reuses, or resumes) every (quantizer, seed) into ``<out_dir>/<quantizer>_seed<seed>``,
-then writes ``learning.md`` and ``learning.json`` there. Per run: the first evaluation at or
+then writes ``learning.md`` and ``learning.json`` there; ``--keep_records=<docs folder>`` also
+copies each run's records there as it ends (kilobytes), and the report with them. Per run: the first evaluation at or
 above ``--threshold`` (actor steps, learner steps and wall seconds: step counts compare across
 machines, seconds do not), the final evaluation, and the best one. Per quantizer: how many seeds
 reached the threshold within ``--within_steps`` actor steps and how many ended at or above it.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any
 from absl import flags
 from ml_collections import config_flags
 
-from actorq.command_line import bad_input, parse_ints, run_absl
+from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, read_resumes, surviving_rows
 from actorq.metrics.machine import machine_name
 from launchpad_programs.study_runs import check_grid, run_grid
@@ -188,7 +190,10 @@ def main(argv: list[str]) -> None:
             raise ValueError(f"--threshold must be finite, got {_THRESHOLD.value}")
         if _WITHIN.value < 0:
             raise ValueError(f"--within_steps must be >= 0, got {_WITHIN.value}")
-    run_dirs = run_grid(config, _QUANTIZERS.value, seeds, out_dir, reuse=_REUSE.value)
+        if _KEEP.value:
+            check_writable_dir(_KEEP.value, "--keep_records")
+    run_dirs = run_grid(config, _QUANTIZERS.value, seeds, out_dir, reuse=_REUSE.value,
+                        keep=_KEEP.value or None)
     rows = [summarize_run(path, _THRESHOLD.value) for path in run_dirs]
     within = _WITHIN.value or int(config.max_actor_steps)
     totals = summarize(rows, _THRESHOLD.value, within)
@@ -198,6 +203,9 @@ def main(argv: list[str]) -> None:
          "runs": rows, "totals": totals}, indent=2) + "\n")
     text = markdown(rows, totals, _THRESHOLD.value, within, command)
     (out_dir / "learning.md").write_text(text)
+    if _KEEP.value:
+        for name in ("learning.md", "learning.json"):
+            shutil.copy2(out_dir / name, Path(_KEEP.value) / name)
     print(text)
 
 
@@ -211,5 +219,7 @@ if __name__ == "__main__":
     _OUT_DIR = flags.DEFINE_string("out_dir", None, "where runs and the report go",
                                    required=True)
     _REUSE = flags.DEFINE_bool("reuse", True, "reuse (or resume) runs already in out_dir")
+    _KEEP = flags.DEFINE_string("keep_records", "", "also copy each run's config, logs and "
+                                "summary here as it ends, and the report (a docs folder)")
     flags.mark_flag_as_required("config")
     run_absl(main)

@@ -15,7 +15,12 @@ from absl import logging
 
 from actorq.analysis.plots import safe_name
 from actorq.analysis.ptq import parse_quantizers
-from actorq.analysis.runs import config_differences, has_checkpoint, run_status
+from actorq.analysis.runs import (
+    config_differences,
+    copy_run_records,
+    has_checkpoint,
+    run_status,
+)
 from actorq.command_line import Interrupted, check_writable_dir
 
 
@@ -102,10 +107,12 @@ def run_grid(
     seeds: Sequence[int],
     out_dir: str | Path,
     reuse: bool = True,
+    keep: str | Path | None = None,
 ) -> list[Path]:
     """Runs (or reuses) ``config`` for every (quantizer, seed) into
     ``out_dir/<quantizer>_seed<seed>``; returns the run directories. Unknown or duplicate
-    quantizers raise ValueError before anything runs."""
+    quantizers raise ValueError before anything runs. With ``keep``, each run's records are
+    copied to ``keep/<run name>`` as soon as it ends (a grid cut short keeps what finished)."""
     dirs = []
     for spec in parse_quantizers(quantizers, include_baseline=False):
         for seed in seeds:
@@ -114,4 +121,6 @@ def run_grid(
             run_config.seed = int(seed)
             dirs.append(run_or_load(run_config, Path(out_dir) / f"{safe_name(spec)}_seed{seed}",
                                     reuse))
+            if keep:
+                copy_run_records(dirs[-1:], keep)
     return dirs

@@ -56,6 +56,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("experiments.learning_check", [DQN, "--threshold=475", "--out_dir=/tmp/x", "--seeds=a"],
      "seeds"),
     ("experiments.learning_check", [DQN, "--out_dir=/tmp/x"], "threshold"),
+    ("experiments.learning_check", [DQN, "--threshold=475", "--out_dir=/tmp/x",
+                                    "--keep_records=/proc/records"], "--keep_records"),
     ("experiments.speedup_report", ["--runs_root=/tmp/nonexistent_actorq_runs"], "runs_root"),
     ("experiments.speedup_report", [DQN, "--out_dir=/tmp/x", "--quantizers=int12"], "int12"),
     ("experiments.qat_sweep", ["--bits=9", "--out_dir=/tmp/x"], "bits"),

@@ -79,3 +79,33 @@ def test_a_runs_row_and_report_show_its_resumes(tmp_path):
     assert row["mean_last"] == (20 + 480 + 500) / 3
     totals = learning_check.summarize([row], threshold=475, within_steps=3000)
     assert "at 2,000 (max_actor_steps) |" in learning_check.markdown([row], totals, 475, 3000, "c")
+
+
+def test_kept_records_are_copied_as_each_run_ends(tmp_path, monkeypatch):
+    """--keep_records: a grid whose second run dies has kept the first run's records, and the
+    kept copies are finished runs that the report reads as it read the originals."""
+    import pytest
+
+    from configs import dqn_actorq
+    from launchpad_programs import study_runs
+
+    def fake_run(run_config, path, reuse):
+        if run_config.quantizer == "fp32":
+            raise RuntimeError("machine lost")
+        run = write_run(path.parent, run_config.quantizer,
+                        [(20, 20), (500, 500), (480, 490)], drift=[0.1, 0.2])
+        (run / "summary.json").write_text(json.dumps(
+            {"learner_steps": 900, "wall_time_s": 12.0, "interrupted": False}))
+        return run
+
+    monkeypatch.setattr(study_runs, "run_or_load", fake_run)
+    keep = tmp_path / "docs"
+    with pytest.raises(RuntimeError, match="machine lost"):
+        study_runs.run_grid(dqn_actorq.get_config("cartpole_small"), ["int8", "fp32"], [0],
+                            tmp_path / "runs", keep=keep)
+    assert sorted(p.name for p in keep.iterdir()) == ["int8_seed0"]
+    assert sorted(p.name for p in (keep / "int8_seed0").iterdir()) == [
+        "config.json", "eval.jsonl", "learner.jsonl", "summary.json"]
+    kept = learning_check.summarize_run(keep / "int8_seed0", threshold=475)
+    original = learning_check.summarize_run(tmp_path / "runs" / "int8_seed0", threshold=475)
+    assert kept.pop("run_dir") != original.pop("run_dir") and kept == original
