@@ -2,8 +2,8 @@
 
 Hyperparameters are the RL Baselines3 Zoo's tuned A2C settings (SB3's A2C defaults where the Zoo
 sets nothing: 5-step unrolls, RMSprop 7e-4, n-step returns), mapped as in
-``configs/ppo_actorq.py``. Not carried over: gSDE (the Zoo's MuJoCo and BipedalWalker A2C use it;
-here a state-independent log-std starting at -2).
+``configs/ppo_actorq.py``. Not in the presets: gSDE (the Zoo's MuJoCo and BipedalWalker A2C use it;
+here a state-independent log-std starting at -2 unless ``--config.learner.gsde=True``).
 """
 
 from __future__ import annotations
