@@ -20,7 +20,7 @@ from actorq.runtime.policy_runtime import make_policy_runtime
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from actorq.networks.conv import make_torso_network  # noqa: E402
+from actorq.networks.conv import make_torso_network, scan_without_loop  # noqa: E402
 
 RUNTIMES = ("xla", "onnxruntime", "onnxruntime_fused")
 SPECS = ("fp32", "fp16", "int8", "uact_int8", "int4", "fp32in_int8", "fp32head_int8")
@@ -378,3 +378,25 @@ def test_an_action_value_head_stays_fp32_after_static_codes(policy, request):
     reference = q.make_reference_forward(package)(frames)
     scale = float(np.abs(np.asarray(net.apply(params, frames))).max())
     _assert_every_runtime_computes(package, reference, frames, scale, policy)
+
+
+def test_scan_without_loop_is_lax_scan_with_no_while_loop():
+    """The conv learners' scan: the same carry and stacked outputs as ``lax.scan``, traced with
+    no loop (``lax.scan(unroll=True)`` keeps a one-trip while loop around its body, where
+    XLA:CPU runs convolutions several times slower)."""
+    def step(carry, x):
+        total, count = carry
+        return (total + x["a"] * x["b"], count + 1), {"sum": total, "x": x["a"]}
+
+    xs = {"a": jnp.arange(12.0).reshape(4, 3), "b": jnp.linspace(-1.0, 1.0, 4)[:, None]}
+    init = (jnp.zeros(3), jnp.zeros((), jnp.int32))
+    expected = jax.lax.scan(step, init, xs)
+    for unrolled in (False, True):
+        got = scan_without_loop(step, init, xs, unrolled)
+        # Equal up to float rounding (XLA may fuse a*b+c differently outside a loop).
+        jax.tree_util.tree_map(lambda g, e: np.testing.assert_allclose(g, e, rtol=0, atol=1e-6),
+                               got, expected)
+    assert "while" not in str(jax.make_jaxpr(
+        lambda i, x: scan_without_loop(step, i, x, True))(init, xs))
+    assert "scan" in str(jax.make_jaxpr(lambda i, x: jax.lax.scan(step, i, x, unroll=True))(
+        init, xs))

@@ -40,6 +40,22 @@ TORSOS: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, ...]]] = {
 assert set(TORSOS) == set(TORSO_NAMES) - {"mlp"}
 
 
+def scan_without_loop(step: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any,
+                      unrolled: bool) -> tuple[Any, Any]:
+    """``jax.lax.scan(step, init, xs)``; with ``unrolled``, the same steps traced one after
+    another with no loop at all. XLA:CPU runs convolutions inside a loop body several times
+    slower than outside one, and ``lax.scan(..., unroll=True)`` still wraps the unrolled body
+    in a one-trip loop (docs/pixels.md): the learners of conv networks use ``unrolled``."""
+    if not unrolled:
+        return jax.lax.scan(step, init, xs)
+    length = jax.tree_util.tree_leaves(xs)[0].shape[0]
+    carry, outputs = init, []
+    for i in range(length):
+        carry, out = step(carry, jax.tree_util.tree_map(lambda x, i=i: x[i], xs))
+        outputs.append(out)
+    return carry, jax.tree_util.tree_map(lambda *ys: jnp.stack(ys), *outputs)
+
+
 class ConvNet(nn.Module):
     """``VALID`` conv layers with ReLU -> flatten -> dense ``hidden_sizes`` -> ``output_size``.
 

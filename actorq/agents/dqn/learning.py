@@ -30,6 +30,7 @@ from actorq.lowp import (
     lowp_adam_init,
     value_and_scaled_grad,
 )
+from actorq.networks.conv import scan_without_loop
 from actorq.quantization.qat import QATSchedule
 from actorq.replay.samplers import importance_weights
 
@@ -160,11 +161,11 @@ class DQNLearner:
                     params, state.target_params, steps, self._config.target_update_period)
             return TrainingState(params, target, opt_state, steps), (loss, td_abs)
 
-        # Unrolled for conv networks: XLA:CPU runs convolutions inside a loop body ~12x slower
-        # than the same convolutions unrolled (docs/pixels.md).
-        state, (losses, td_abs) = jax.lax.scan(
+        # No loop for conv networks: XLA:CPU runs convolutions inside a loop body several times
+        # slower (docs/pixels.md).
+        state, (losses, td_abs) = scan_without_loop(
             one_step, state, (batches, weights),
-            unroll=self._networks.observation_shape is not None)
+            unrolled=self._networks.observation_shape is not None)
         return state, jnp.mean(losses.astype(jnp.float32)), td_abs.astype(jnp.float32)
 
     @property

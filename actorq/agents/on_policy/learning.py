@@ -35,6 +35,7 @@ from actorq.agents.on_policy.advantages import generalized_advantages
 from actorq.agents.on_policy.config import OnPolicyConfig
 from actorq.agents.on_policy.networks import OnPolicyNetworks, deployed_params, mlp_features
 from actorq.agents.on_policy.unrolls import UNROLL_FIELDS
+from actorq.networks.conv import scan_without_loop
 from actorq.quantization.qat import QATSchedule
 
 Batch = dict[str, jax.Array]
@@ -204,9 +205,9 @@ class OnPolicyLearner:
         grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
         lr_scale = self._learning_rate_scale(state.updates)
         minibatch_size = steps // objective.minibatches
-        # Unrolled for conv networks: XLA:CPU runs convolutions inside a loop body ~12x slower
-        # than the same convolutions unrolled (docs/pixels.md).
-        unroll = self._networks.observation_shape is not None
+        # No loop for conv networks: XLA:CPU runs convolutions inside a loop body several times
+        # slower (docs/pixels.md).
+        unrolled = self._networks.observation_shape is not None
 
         def sgd_step(carry, indices):
             params, opt_state = carry
@@ -218,14 +219,14 @@ class OnPolicyLearner:
 
         def epoch(carry, key):
             order = jax.random.permutation(key, steps)[: minibatch_size * objective.minibatches]
-            return jax.lax.scan(sgd_step, carry,
-                                order.reshape(objective.minibatches, minibatch_size),
-                                unroll=unroll)
+            return scan_without_loop(sgd_step, carry,
+                                     order.reshape(objective.minibatches, minibatch_size),
+                                     unrolled)
 
         key = jax.random.wrap_key_data(state.key)
         key, *epoch_keys = jax.random.split(key, objective.epochs + 1)
-        (params, opt_state), metrics = jax.lax.scan(
-            epoch, (state.params, state.opt_state), jnp.stack(epoch_keys), unroll=unroll)
+        (params, opt_state), metrics = scan_without_loop(
+            epoch, (state.params, state.opt_state), jnp.stack(epoch_keys), unrolled)
         metrics = jax.tree_util.tree_map(jnp.mean, metrics)
         explained = 1.0 - jnp.var(returns - values) / (jnp.var(returns) + 1e-8)
         metrics.update({
