@@ -85,6 +85,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
      "nonexistent"),
     ("benchmarks.frame_replay", ["--steps=0"], "steps"),
     ("benchmarks.learner_throughput", ["--calls=0"], "calls"),
+    ("benchmarks.conv_learner_loop", ["--presets=dqn:cartpole"], "no conv torso"),
     ("benchmarks.quantization_error", ["--quantizers=int12"], "int12"),
 ]
 

@@ -163,3 +163,36 @@ def test_random_observations_act_on_tasks_with_0d_action_bounds():
 
     observations = random_observations("walker_stand", 5, 0)
     assert observations.shape == (5, 24)
+
+
+def test_conv_learner_loop_times_both_variants_and_restores_the_learners():
+    """benchmarks.conv_learner_loop: its batch fits the preset's table, both variants step the
+    learner, and the learners' own scan is back in place afterwards (also after a failure)."""
+    from actorq.agents.dqn import learning as dqn_learning
+    from actorq.agents.on_policy import learning as on_policy_learning
+    from actorq.networks.conv import scan_without_loop
+    from benchmarks import conv_learner_loop
+    from configs import dqn_actorq
+    from launchpad_programs.nodes import make_builder_for
+
+    builder = make_builder_for(dqn_actorq.get_config("minatar_breakout"))
+    batch = conv_learner_loop.one_batch(builder)
+    assert batch["observation"].shape == (1, builder.config.batch_size, 10, 10, 4)
+    assert batch["observation"].dtype == np.uint8
+    calls = []
+
+    def counting_scan(step, init, xs, unrolled):
+        calls.append(unrolled)
+        return conv_learner_loop._scan_with_loop(step, init, xs, unrolled)
+
+    assert conv_learner_loop.time_learner(builder, batch, 1, counting_scan) > 0
+    assert calls and all(calls)  # the conv learner asked for its steps unrolled
+    assert conv_learner_loop.time_learner(builder, batch, 1) > 0
+
+    def failing_scan(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        conv_learner_loop.time_learner(builder, batch, 1, failing_scan)
+    assert dqn_learning.scan_without_loop is scan_without_loop
+    assert on_policy_learning.scan_without_loop is scan_without_loop
