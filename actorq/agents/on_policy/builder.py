@@ -63,12 +63,10 @@ class OnPolicyBuilder(AgentBuilder):
 
     @property
     def gsde_features(self) -> int:
-        """Features a gSDE policy appends to its outputs (0 without gSDE): the output layer's
-        inputs, the last hidden layer or the observation (no Flax needed)."""
+        """Features a gSDE policy appends to its outputs (0 without gSDE; no Flax needed)."""
         if self.discrete or not self.config.gsde:
             return 0
-        hidden = tuple(self.config.hidden_sizes)
-        return int(hidden[-1]) if hidden else self.observation_size
+        return self.config.gsde_features(self.observation_size)
 
     @property
     def policy_network(self) -> Any:

@@ -107,6 +107,11 @@ class OnPolicyConfig:
                 raise ValueError(f"learner.{field}={getattr(self, field)!r}; valid: "
                                  f"{', '.join(valid)}")
 
+    def gsde_features(self, observation_size: int) -> int:
+        """The features a gSDE policy's noise reads: its output layer's inputs, the last hidden
+        layer (or the observation, with no hidden layer)."""
+        return int(self.hidden_sizes[-1]) if self.hidden_sizes else int(observation_size)
+
     # What the framework asks of every learner config.
     @property
     def batch_size(self) -> int:

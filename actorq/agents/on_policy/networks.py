@@ -79,7 +79,6 @@ class OnPolicyNetworks:
     # (H, W, C) of uint8 pixel observations (conv torsos); None: flat float32 features.
     observation_shape: tuple[int, ...] | None = None
     deployed_policy: nn.Module | None = None
-    activation: str = "tanh"
 
     def __post_init__(self) -> None:
         if self.deployed_policy is None:
@@ -88,6 +87,8 @@ class OnPolicyNetworks:
     @property
     def gsde_features(self) -> int:
         """The features a gSDE head's noise reads (0: no gSDE)."""
+        if self.head != "gsde":
+            return 0
         return int(self.deployed_policy.output_size) - self.action_size
 
     def init(self, key: jax.Array) -> dict:
@@ -139,14 +140,13 @@ def make_networks(config: OnPolicyConfig, observation_size: int, action_size: in
                    fake_quant_dot_general(config.qat_bits))
     policy = _mlp(config.hidden_sizes, action_size, config.activation, config.orthogonal_init)
     deployed = None
-    if head == "gsde":  # the output layer's inputs: the last hidden layer, or the observation
-        features = config.hidden_sizes[-1] if config.hidden_sizes else observation_size
-        deployed = _mlp(config.hidden_sizes, action_size + features, config.activation,
-                        config.orthogonal_init)
+    if head == "gsde":
+        deployed = _mlp(config.hidden_sizes,
+                        action_size + config.gsde_features(observation_size),
+                        config.activation, config.orthogonal_init)
     return OnPolicyNetworks(
         policy=policy,
         deployed_policy=deployed,
-        activation=config.activation,
         value=_mlp(config.value_hidden_sizes, 1, config.activation, config.orthogonal_init),
         qat_policy=qat,
         head=head,
