@@ -597,18 +597,19 @@ def test_nan_observation_in_a_local_actor_ends_the_cli_in_one_error_line(tmp_pat
 # ---------------------------------------------- 7. gSDE: the actor samples the learner's density
 
 
-def test_gsde_actors_report_the_learners_log_probabilities(tmp_path):
-    """A2C Pendulum with gSDE and fp32 actors: the features reach the actor through the
-    package's output layer and its noise is held per unroll, yet the log-probability it reports
-    for each action is the learner's own (behaviour KL 0 on every update). Observations are not
-    normalized here: the learner re-normalizes each batch with statistics updated by it, a
-    mismatch of its own (up to KL ~1 in the first updates, any head)."""
+@pytest.mark.parametrize("gsde", [True, False], ids=["gsde", "gaussian"])
+def test_fp32_actors_report_the_learners_log_probabilities(tmp_path, gsde):
+    """A2C Pendulum with fp32 actors and normalized observations: the log-probability the actor
+    reports for each action is the learner's own (behaviour KL 0 on every update). With gSDE the
+    features reach the actor through the package's output layer and its noise is held per
+    unroll; the learner normalizes each batch with the statistics the acting package carried
+    (updating them first put the KL near 1 in the first updates)."""
     from configs import a2c_actorq
     from launchpad_programs.launch import run_experiment
 
     config = a2c_actorq.get_config("pendulum")
-    config.learner.gsde = True
-    config.learner.normalize_observations = False
+    config.learner.gsde = gsde
+    assert config.learner.normalize_observations
     config.quantizer = "fp32"
     config.track_energy = False
     config.max_actor_steps = 2048

@@ -3,7 +3,8 @@
 One call of :meth:`OnPolicyLearner.step` takes a batch of unrolls ``[N, T, ...]`` from the queue
 and runs one jitted update:
 
-1. the observation statistics take in the batch (when observations are normalized);
+1. the observations are normalized with the statistics the acting package carried, which then
+   take in the batch (when observations are normalized);
 2. values, the learner's own log-probabilities before the update (``pi_old``) and GAE;
 3. ``epochs`` passes over ``minibatches`` shuffled minibatches of the N*T steps (PPO), or one
    pass over the whole batch (A2C), each an optimizer step on :func:`surrogate_loss`.
@@ -161,9 +162,12 @@ class OnPolicyLearner:
         value_apply = self._networks.value.apply
         moments = state.moments
         if config.normalize_observations:
-            moments = normalization.update_moments(moments, batch["observation"])
+            # The actor normalized with the moments of the package it ran, this state's at lag
+            # 0: the update sees the inputs the actor saw, and the batch's statistics go to the
+            # next package.
             observation = normalization.normalize(moments, batch["observation"])
             next_observation = normalization.normalize(moments, batch["next_observation"])
+            moments = normalization.update_moments(moments, batch["observation"])
         else:
             observation, next_observation = batch["observation"], batch["next_observation"]
         params = state.params
