@@ -4,5 +4,5 @@
 # calibration and float rounding moving the trajectories). ~4-5.5 min per run on the Xeon.
 cd /work/main
 mkdir -p /root/actorq_runs/a2c_halfcheetah_lag0 && ln -sfn /root/actorq_runs/a2c_halfcheetah_lag0 runs/a2c_halfcheetah_lag0
-python -m experiments.learning_check --config=configs/a2c_actorq.py:halfcheetah --quantizers=fp32,int8 \
+python -m experiments.learning_check --config=configs/a2c_actorq.py:halfcheetah --config.learner.gsde=False --quantizers=fp32,int8 \
     --seeds=3,4,5,6 --threshold=2000 --out_dir=runs/a2c_halfcheetah_lag0/seeds3456

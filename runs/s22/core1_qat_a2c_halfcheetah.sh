@@ -5,9 +5,9 @@
 cd /work/main
 mkdir -p /root/actorq_runs/qat_a2c_halfcheetah
 ln -sfn /root/actorq_runs/qat_a2c_halfcheetah runs/qat_a2c_halfcheetah
-python -m experiments.qat_sweep --config=configs/a2c_actorq.py:halfcheetah --bits=8,6,5,4,3,2 --seeds=0 \
+python -m experiments.qat_sweep --config=configs/a2c_actorq.py:halfcheetah --config.learner.gsde=False --bits=8,6,5,4,3,2 --seeds=0 \
     --out_dir=runs/qat_a2c_halfcheetah || exit 1
-python -m experiments.qat_sweep --config=configs/a2c_actorq.py:halfcheetah --bits=4,5,6 --seeds=1,2 \
+python -m experiments.qat_sweep --config=configs/a2c_actorq.py:halfcheetah --config.learner.gsde=False --bits=4,5,6 --seeds=1,2 \
     --out_dir=runs/qat_a2c_halfcheetah || exit 1
 until [ -d runs/qat_ddpg_lunarlander_continuous/int4_qat_seed1 ]; do sleep 30; done
 python -m experiments.qat_sweep --config=configs/ddpg_actorq.py:lunarlander_continuous --bits=6 --seeds=1 \
