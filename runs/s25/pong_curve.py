@@ -3,7 +3,6 @@ policy, a moving mean over 20 episodes) and the evaluations (the int8 package's 
 the run's records copied to docs/results/learning_ppo_pong/seed0.
     PYTHONPATH=. python runs/s25/pong_curve.py runs/ppo_pong/seed0 docs/results/learning_ppo_pong
 """
-import json
 import sys
 from pathlib import Path
 
@@ -12,14 +11,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from actorq.analysis.runs import copy_run_records
+from actorq.metrics.loggers import read_jsonl
 
 run, out = Path(sys.argv[1]), Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
 copy_run_records([run], out, files=("config.json", "eval.jsonl", "summary.json", "energy.json",
                                     "learner.jsonl", "actor_0.jsonl", "breakdown.json",
                                     "breakdown.md"), finished_only=False)
-episodes = [json.loads(line) for line in (run / "actor_0.jsonl").read_text().splitlines()]
-evals = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()]
+# read_jsonl drops a line torn by a stop, as a resumed run can leave one.
+episodes = read_jsonl(run / "actor_0.jsonl")
+evals = read_jsonl(run / "eval.jsonl")
 steps = np.array([e["actor_steps"] for e in episodes])
 returns = np.array([e["episode_return"] for e in episodes], float)
 window = 20
