@@ -380,7 +380,7 @@ def test_prioritized_dqn_trains_on_the_local_topology(tmp_path):
     losses = [row["loss"] for row in read_rows(run / "learner.jsonl")]
     assert losses and all(np.isfinite(losses))
     evals = read_rows(run / "eval.jsonl")
-    print("eval (policy version, return):", [(e["policy_version"], e["eval_return"]) for e in evals])
+    print("eval (version, return):", [(e["policy_version"], e["eval_return"]) for e in evals])
     # Improvement is judged against the run's initial policy, evaluated here: which version
     # the first evaluation sees depends on how fast the processes start (a CI run's first
     # evaluation already saw a trained policy scoring 175).
