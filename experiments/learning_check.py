@@ -7,9 +7,10 @@
 Runs (or reuses, or resumes) every (quantizer, seed) into ``<out_dir>/<quantizer>_seed<seed>``,
 then writes ``learning.md`` and ``learning.json`` there; ``--keep_records=<docs folder>``
 also copies each run's records there as it ends (kilobytes), and the report with them. Per
-run: the first evaluation at or above ``--threshold`` (actor steps, learner steps and wall seconds: step counts compare across
-machines, seconds do not), the final evaluation, and the best one. Per quantizer: how many seeds
-reached the threshold within ``--within_steps`` actor steps and how many ended at or above it.
+run: the first evaluation at or above ``--threshold`` (actor steps, learner steps and wall
+seconds: step counts compare across machines, seconds do not), the final evaluation, and the
+best one. Per quantizer: how many seeds reached the threshold within ``--within_steps`` actor
+steps and how many ended at or above it.
 """
 
 from __future__ import annotations
