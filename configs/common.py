@@ -57,6 +57,10 @@ def base_config(
     # How actors run the package. onnxruntime is the fastest measured path for every precision on
     # x86 CPUs (benchmarks/policy_inference.py); xla is the pure-JAX fallback.
     config.actor_runtime = "onnxruntime"
+    # With learner.qat_bits: what the actors run before the QAT delay ends. quantized: the
+    # `quantizer` package from the start (ActorQ: actors are low precision throughout); fp32:
+    # the learner's fp32 policy until fake quantization switches on (QuaRL's QAT protocol).
+    config.qat_actors = "quantized"
     # local: one process per node on this machine (the paper's topology: 4 actors); ray: the same
     # nodes as Ray actors; single: one actor interleaved with the learner in one process
     # (debugging and quick runs; the _small presets use it).

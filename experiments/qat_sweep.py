@@ -7,6 +7,10 @@ acting see the same precision; an fp32 run (no QAT, fp32 actors) is the baseline
     python -m experiments.qat_sweep --config=configs/dqn_actorq.py:cartpole_small \\
         --bits=2,3,4,5,6,7,8 --seeds=0 --out_dir=runs/qat_cartpole
 
+With ``--config.qat_actors=fp32`` the actors run the learner's fp32 policy until the QAT delay
+and ``int<b>`` after it, as in QuaRL's QAT (the policy is fp32 until fake quantization switches
+on); the default (``quantized``) gives them ``int<b>`` from the start.
+
 Runs go to ``<out_dir>/fp32_seed<s>`` and ``<out_dir>/int<b>_qat_seed<s>``; finished ones are
 reused (``--reuse``, the default) so re-running the command just rebuilds ``qat.md``,
 ``qat.json`` and ``qat.png``. The report covers every finished run in ``out_dir``, so a second
@@ -162,11 +166,21 @@ def _run_bits(config: dict[str, Any]) -> int | None:
     return None if bits is None else int(bits)
 
 
+def _run_actors(run: Any) -> str:
+    """What a run's actors ran: the quantizer, or ``fp32, then <quantizer>`` for a QAT run with
+    ``qat_actors=fp32`` (fp32 packages until the QAT delay)."""
+    config = dict(run.config)
+    if config.get("qat_actors", "quantized") == "fp32" and _run_bits(config) is not None:
+        return f"fp32, then {run.quantizer}"
+    return run.quantizer
+
+
 def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per precision (fp32 first, then bit widths descending) with final returns.
 
     Final return: mean of the last 10% of a run's evaluations, then mean ± std (ddof=0) over
-    seeds; relative error ``(fp32 - quant) / |fp32|`` of those means.
+    seeds; relative error ``(fp32 - quant) / |fp32|`` of those means. Runs of one bit width
+    whose actors differ (``qat_actors``) are not averaged together: ValueError.
     """
     groups: dict[str, list[Any]] = {}
     for run_dir in run_dirs:
@@ -183,12 +197,16 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     rows = []
     for key in order:
         runs = sorted(groups[key], key=lambda r: r.seed)
+        actors = sorted({_run_actors(r) for r in runs})
+        if len(actors) > 1:
+            raise ValueError(f"the {key} runs' actors differ ({'; '.join(actors)}): keep sweeps "
+                             "with different qat_actors in different --out_dir")
         final = final_returns(runs)
         delays = sorted({int(r.config.get("learner", {}).get("qat_delay_steps", 0)) for r in runs})
         rows.append({
             "precision": key,
             "bits": None if key == BASELINE else int(key[3:]),
-            "actor_quantizer": runs[0].quantizer,
+            "actor_quantizer": actors[0],
             "seeds": [r.seed for r in runs],
             "qat_delay_steps": None if key == BASELINE else delays,
             "final_return_mean": final.mean,
@@ -269,9 +287,11 @@ def write_qat_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Pat
         f"# Quantization-aware training sweep: {first.agent.upper()} {first.task}",
         "",
         "Each bit width b trains with b-bit fake quantization of weights and activations "
-        "(after the listed delay of fp32 SGD steps) and acts with int<b> actors; fp32 trains "
-        "and acts in fp32. Final return: mean of the last 10% of a run's evaluations, then mean "
-        "± std (ddof=0) over seeds. Relative error = (fp32 − quantized) / |fp32|.",
+        "(after the listed delay of fp32 SGD steps) and acts with the listed actors (int<b> "
+        "from the start, or fp32 until the delay with `qat_actors=fp32`, QuaRL's protocol); "
+        "fp32 trains and acts in fp32. Final return: mean of the last 10% of a run's "
+        "evaluations, then mean ± std (ddof=0) over seeds. Relative error = "
+        "(fp32 − quantized) / |fp32|.",
         "",
         qat_markdown(rows),
         f"![qat]({png.name})",

@@ -325,7 +325,8 @@ class LearnerNode:
         table = self._data.table
         learner = self._data.make_learner()
         self._packages = nodes.LearnerPackages(learner, builder,
-                                               nodes.published_precisions(config))
+                                               nodes.published_precisions(config),
+                                               nodes.fp32_package_versions(config))
         # A queue is drained by every learner call: one unroll (T observations) is enough
         # (taken before the call: DriftMonitor.capture).
         drift_min = 1 if builder.data_path == "queue" else int(config.replay.min_size)

@@ -44,7 +44,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         raise ValueError(f"unknown launcher {config.launcher!r}; valid: {', '.join(LAUNCHERS)}")
     from actorq.quantization import make_quantizer
     from actorq.runtime.policy_runtime import make_policy_runtime
-    from launchpad_programs.nodes import actor_quantizers, envs_per_actor
+    from launchpad_programs.nodes import actor_quantizers, envs_per_actor, fp32_package_versions
     from launchpad_programs.pacing import check_pacing
 
     make_quantizer(config.quantizer)
@@ -52,6 +52,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
         make_quantizer(name)
     make_policy_runtime(config.actor_runtime)
     envs_per_actor(config)
+    fp32_package_versions(config)
     check_pacing(config)
     from launchpad_programs.placement import select_learner_device
 

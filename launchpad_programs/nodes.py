@@ -90,6 +90,21 @@ def evaluates_fp32(config: ml_collections.ConfigDict) -> bool:
     return bool(config.eval_fp32) and str(config.quantizer) != "fp32"
 
 
+QAT_ACTORS = ("quantized", "fp32")
+
+
+def fp32_package_versions(config: ml_collections.ConfigDict) -> int:
+    """Learner versions below which every quantized package is published as the fp32 policy:
+    the QAT delay with ``qat_actors=fp32`` (QuaRL's QAT, where acting is fp32 until fake
+    quantization switches on), else 0 (``quantized``: the actors' precision from the start)."""
+    mode = str(config.qat_actors)
+    if mode not in QAT_ACTORS:
+        raise ValueError(f"unknown qat_actors {mode!r}; valid: {', '.join(QAT_ACTORS)}")
+    if mode == "fp32" and config.learner.get("qat_bits") is not None:
+        return int(config.learner.qat_delay_steps)
+    return 0
+
+
 def published_precisions(config: ml_collections.ConfigDict) -> list[str]:
     """Every precision the learner publishes: the actors' and the evaluated ones (the deployed
     ``config.quantizer`` and, with ``eval_fp32``, fp32), each once, in a stable order."""
@@ -106,7 +121,8 @@ class LearnerVariableSource:
     and the learner has moved on since the last package.
     """
 
-    def __init__(self, learner: Any, builder: Builder, quantizer_spec: str) -> None:
+    def __init__(self, learner: Any, builder: Builder, quantizer_spec: str,
+                 fp32_before_version: int = 0) -> None:
         # Imported here: actor and evaluator processes import this module but never quantize,
         # and the quantizers bring JAX and AQT.
         from actorq.quantization import make_policy_quantizer
@@ -115,6 +131,10 @@ class LearnerVariableSource:
         self._builder = builder
         self._network = builder.policy_network
         self._quantizer = make_policy_quantizer(quantizer_spec, builder.action_value_head)
+        # Versions below this one are published as the fp32 policy (fp32_package_versions).
+        self._fp32_before_version = int(fp32_before_version)
+        self._fp32_quantizer = (make_policy_quantizer("fp32", builder.action_value_head)
+                                if self._fp32_before_version > 0 else None)
         self._calibration: np.ndarray | None = None
         self._latest: tuple[int, bytes] | None = None
         self.latest_package: PolicyPackage | None = None
@@ -140,7 +160,9 @@ class LearnerVariableSource:
             # The head and the observation normalizer travel in fp32 beside the layers.
             extras = self._builder.policy_extras(self._learner)
             quantizer = self._quantizer
-            if self._calibration is not None:
+            if version < self._fp32_before_version:
+                quantizer = self._fp32_quantizer
+            elif self._calibration is not None:
                 quantizer = quantizer.with_calibration(
                     first_layer_inputs(self._calibration, extras))
             package = quantizer.quantize(self._learner.policy_params(), self._network, version)
@@ -160,10 +182,12 @@ class LearnerPackages:
     returns ``(version, {precision: bytes})`` for the weights channel.
     """
 
-    def __init__(self, learner: Any, builder: Builder, precisions: list[str]) -> None:
+    def __init__(self, learner: Any, builder: Builder, precisions: list[str],
+                 fp32_before_version: int = 0) -> None:
         if not precisions:
             raise ValueError("a program publishes at least one precision")
-        self.sources = {p: LearnerVariableSource(learner, builder, p) for p in precisions}
+        self.sources = {p: LearnerVariableSource(learner, builder, p, fp32_before_version)
+                        for p in precisions}
 
     def calibrate(self, observations: np.ndarray) -> list[str]:
         """Calibrates every quantizer that takes observations; the precisions that did."""

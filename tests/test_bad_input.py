@@ -198,3 +198,12 @@ def test_every_numeric_field_refuses_what_its_bounds_refuse(module, preset, lear
                 check_config(config)
             refused += 1
     assert refused > accepted > 0
+
+
+def test_an_unknown_qat_actors_is_refused_before_anything_runs():
+    from configs import dqn_actorq
+
+    config = dqn_actorq.get_config("cartpole_small")
+    config.qat_actors = "int8"
+    with pytest.raises(ValueError, match="unknown qat_actors 'int8'; valid: quantized, fp32"):
+        check_config(config)

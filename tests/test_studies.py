@@ -403,6 +403,68 @@ def test_qat_sweep_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         analysis_runs.copy_run_records([tmp_path / "weights"], records)
 
 
+def test_qat_actors_fp32_publishes_the_fp32_policy_until_the_delay() -> None:
+    """``qat_actors=fp32`` (QuaRL's QAT protocol): every quantized channel carries the learner's
+    fp32 policy below the QAT delay and the quantizer's package from the delay on."""
+    import jax
+
+    from actorq.quantization.package import PolicyPackage
+    from launchpad_programs import nodes
+
+    config = tiny_config(1000)
+    config.learner.qat_bits = 4
+    config.learner.qat_delay_steps = 30
+    assert nodes.fp32_package_versions(config) == 0  # the default: int<b> from the start
+    config.qat_actors = "fp32"
+    assert nodes.fp32_package_versions(config) == 30
+    builder = nodes.make_builder_for(config)
+    params = builder.policy_network.init(
+        jax.random.key(0), np.zeros((1, builder.observation_size), np.float32))
+
+    class Learner:
+        steps = 0
+
+        def policy_params(self) -> Any:
+            return params
+
+    learner = Learner()
+    packages = nodes.LearnerPackages(learner, builder, ["rtn_int4", "fp32"],
+                                     nodes.fp32_package_versions(config))
+    seen = {}
+    for learner.steps in (0, 29, 30, 31):
+        version, data = packages.latest()
+        seen[version] = PolicyPackage.from_bytes(data["rtn_int4"]).quantizer
+    assert seen == {0: "fp32", 29: "fp32", 30: "rtn_int4", 31: "rtn_int4"}
+    config.learner.qat_bits = None  # no QAT, nothing to wait for
+    assert nodes.fp32_package_versions(config) == 0
+    config.qat_actors = "int8"
+    with pytest.raises(ValueError, match="unknown qat_actors 'int8'; valid: quantized, fp32"):
+        nodes.fp32_package_versions(config)
+
+
+def test_qat_sweep_with_fp32_actors_until_the_delay(tmp_path: Path) -> None:
+    config = tiny_config(1000)
+    config.replay.min_size = 200
+    config.qat_actors = "fp32"
+    out = tmp_path / "qat_fp32_actors"
+    dirs = qat_sweep.run_sweep(config, "4", "0", out)
+    delay = json.loads((dirs[1] / "config.json").read_text())["learner"]["qat_delay_steps"]
+    assert delay == 200
+    evals = [json.loads(line) for line in (dirs[1] / "eval.jsonl").read_text().splitlines()]
+    # Below the delay the deployed package is the fp32 policy: both evaluations score the same.
+    early = [e for e in evals if e["policy_version"] < delay]
+    assert early and all(e["eval_return"] == e["eval_return_fp32"] for e in early)
+    assert max(e["policy_version"] for e in evals) > delay
+    rows = qat_sweep.qat_rows(dirs)
+    assert [r["actor_quantizer"] for r in rows] == ["fp32", "fp32, then rtn_int4"]
+    # A sweep directory that mixes the two protocols is refused rather than averaged.
+    mixed = tiny_config(1000)
+    mixed.replay.min_size = 200
+    other = qat_sweep.run_sweep(mixed, "4", "1", out)
+    with pytest.raises(ValueError, match="actors differ"):
+        qat_sweep.qat_rows([*dirs, *other])
+
+
 # Speedup report (read mode) over synthetic runs.
 
 
