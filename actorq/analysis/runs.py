@@ -27,7 +27,8 @@ _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
 # a saved run lacking one matches a request for that value (so adding a switch, off by
 # default, does not orphan every stored run).
 ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0, "keep_checkpoints": 2,
-                                    "learner.torso": "mlp", "learner.gsde": False}
+                                    "learner.torso": "mlp", "learner.gsde": False,
+                                    "qat_actors": "quantized"}
 
 
 def run_status(run_dir: str | Path) -> RunStatus:
