@@ -267,6 +267,12 @@ def test_a_run_saved_before_a_field_was_added_matches_only_its_off_value(tmp_pat
     assert analysis_runs.config_differences(config, tmp_path) == []
     config.learner.target_update_tau = 0.005
     assert analysis_runs.config_differences(config, tmp_path) == ["learner.target_update_tau"]
+    config.learner.target_update_tau = 0.0
+    del saved["qat_actors"]  # a run from before the QAT actors' switch
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert analysis_runs.config_differences(config, tmp_path) == []
+    config.qat_actors = "fp32"
+    assert analysis_runs.config_differences(config, tmp_path) == ["qat_actors"]
 
 
 # QAT sweep.
