@@ -116,6 +116,8 @@ def plan_sweep(
         base.quantizer = BASELINE
         base.learner.qat_bits = None
         base.learner.qat_delay_steps = 0
+        # Without QAT qat_actors does nothing: one baseline serves sweeps of either protocol.
+        base.qat_actors = "quantized"
         plan.append((base, out / f"{BASELINE}_seed{seed}"))
         for b in bit_list:
             run = config.copy_and_resolve_references()

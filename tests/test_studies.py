@@ -463,6 +463,8 @@ def test_qat_sweep_with_fp32_actors_until_the_delay(tmp_path: Path) -> None:
     assert max(e["policy_version"] for e in evals) > delay
     rows = qat_sweep.qat_rows(dirs)
     assert [r["actor_quantizer"] for r in rows] == ["fp32", "fp32, then rtn_int4"]
+    # One fp32 baseline serves both protocols (without QAT the switch does nothing).
+    assert json.loads((dirs[0] / "config.json").read_text())["qat_actors"] == "quantized"
     # A sweep directory that mixes the two protocols is refused rather than averaged.
     mixed = tiny_config(1000)
     mixed.replay.min_size = 200
