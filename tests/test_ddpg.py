@@ -168,3 +168,28 @@ def test_bipedalwalker_preset_floors_rewards_and_a_nan_floor_is_refused():
     assert get_config("halfcheetah").learner.reward_floor is None
     with pytest.raises(ValueError, match="reward_floor"):
         DDPGConfig(reward_floor=float("nan"))
+
+
+def test_critic_layer_norm_normalizes_every_hidden_layer_and_leaves_the_policy_alone():
+    plain = make_networks(DDPGConfig(policy_hidden_sizes=(8,), critic_hidden_sizes=(16, 8)), 3, 2)
+    normed = make_networks(DDPGConfig(policy_hidden_sizes=(8,), critic_hidden_sizes=(16, 8),
+                                      critic_layer_norm=True), 3, 2)
+    (policy_a, critic_a), (policy_b, critic_b) = plain.init(jax.random.key(0)), normed.init(
+        jax.random.key(0))
+    assert jax.tree_util.tree_structure(policy_a) == jax.tree_util.tree_structure(policy_b)
+    assert set(critic_a["params"]) == {"q"}  # unchanged: older checkpoints still restore
+    assert set(critic_b["params"]) == {"dense_0", "norm_0", "dense_1", "norm_1", "q_out"}
+    obs = jax.random.normal(jax.random.key(1), (5, 3))
+    act = jnp.tanh(jax.random.normal(jax.random.key(2), (5, 2)))
+    q = normed.critic.apply(critic_b, obs, act)
+    # LayerNorm makes a hidden layer's output blind to the scale of its pre-activations: a
+    # first layer 10x larger gives the same Q (it would not without the norm).
+    scaled = jax.tree_util.tree_map(lambda x: x, critic_b)
+    scaled["params"]["dense_0"] = jax.tree_util.tree_map(lambda x: 10.0 * x,
+                                                         critic_b["params"]["dense_0"])
+    np.testing.assert_allclose(normed.critic.apply(scaled, obs, act), q, rtol=1e-4, atol=1e-5)
+    scaled_plain = jax.tree_util.tree_map(lambda x: x, critic_a)
+    scaled_plain["params"]["q"]["layer_0"] = jax.tree_util.tree_map(
+        lambda x: 10.0 * x, critic_a["params"]["q"]["layer_0"])
+    assert not np.allclose(plain.critic.apply(scaled_plain, obs, act),
+                           plain.critic.apply(critic_a, obs, act))

@@ -92,9 +92,11 @@ def test_a2c_cartpole_int8_actors_learn(tmp_path):
 
 
 @pytest.mark.slow
-def test_ddpg_pendulum_int8_actors_learn(tmp_path):
+@pytest.mark.parametrize("critic_layer_norm", [False, True], ids=["plain", "critic_layer_norm"])
+def test_ddpg_pendulum_int8_actors_learn(tmp_path, critic_layer_norm):
     # The Zoo's Pendulum DDPG, shrunk to 64 x 64 networks and 2k uniform-random steps.
     config = ddpg_actorq.get_config("pendulum")
+    config.learner.critic_layer_norm = critic_layer_norm
     config.learner.policy_hidden_sizes = (64, 64)
     config.learner.critic_hidden_sizes = (64, 64)
     config.learner.uniform_random_steps = 2_000

@@ -57,6 +57,9 @@ class DDPGConfig:
     # BipedalWalker's -100 for a fall dwarfs its per-step rewards (|r| < 1); DI-engine's DDPG
     # and TD3 configs floor it at -10. Evaluation returns stay the environment's own.
     reward_floor: float | None = None
+    # LayerNorm after every hidden layer of the critic (OpenAI Baselines' DDPG normalizes its
+    # critic's layers); the policy is unchanged.
+    critic_layer_norm: bool = False
     qat_bits: int | None = None
     qat_delay_steps: int = 0
 
