@@ -164,7 +164,7 @@ def measure_row(row: Row, run_dir: Path, episodes: int) -> dict[str, Any]:
     """PTQ of the row's trained policy at :data:`QUANTIZERS`: the table's cells."""
     policy = load_trained_policy(run_dir)
     study = run_ptq_study(policy, list(QUANTIZERS), episodes)
-    cells: dict[str, Any] = {"row": row.key, "run_dir": str(run_dir),
+    cells: dict[str, Any] = {"row": row.key, "run_dir": str(run_dir), "episodes": episodes,
                              "checkpoint_step": study.checkpoint_step,
                              "divergence": "kl" if study.discrete else "l2"}
     for spec in QUANTIZERS:
@@ -179,14 +179,21 @@ def kept_cells(path: Path, rows: Sequence[Row], measured: dict[str, dict[str, An
                ) -> dict[str, dict[str, Any]]:
     """The cells of the earlier table at ``path`` (``table2.json``) for ``rows`` not in
     ``measured``, each with ``kept_from``: the machine that measured it (that table's, unless
-    that table had kept the cell itself)."""
+    that table had kept the cell itself), and ``episodes`` where it is known (a cell that table
+    measured itself was measured on its ``episodes``; older tables did not record a kept
+    cell's count)."""
     try:
         earlier = json.loads(Path(path).read_text())
-        machine, cells = earlier["machine"], earlier["rows"]
+        machine, cells, episodes = earlier["machine"], earlier["rows"], earlier.get("episodes")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ValueError(f"--keep {path}: not a table2.json ({e})") from e
-    return {row.key: {"kept_from": machine, **cells[row.key]} for row in rows
-            if row.key in cells and row.key not in measured}
+    kept = {}
+    for row in rows:
+        if row.key in cells and row.key not in measured:
+            cell = cells[row.key]
+            own = {} if "kept_from" in cell or episodes is None else {"episodes": episodes}
+            kept[row.key] = {"kept_from": machine, **own, **cell}
+    return kept
 
 
 def _cell(value: float | None, fmt: str) -> str:
@@ -199,7 +206,8 @@ def markdown(rows: Sequence[Row], measured: dict[str, dict[str, Any]], reasons: 
     lines = [
         "# Table 2: post-training quantization", "",
         f"Command: `{command}`", "", f"Machine: {machine_name()}", "",
-        f"Reward: mean ± std over {episodes} episodes (the same seeds for every precision). "
+        f"Reward: mean ± std over {episodes} episodes (the same seeds for every precision; a "
+        "kept row names its own count where its table recorded it). "
         "int8 (affine) is the paper's quantizer, simulated; int8 is actorq's recipe. Divergence: "
         "KL(fp32‖int8) for discrete actions, mean L2 action distance for continuous ones "
         "(affine / actorq). Paper: fp32 / fp16 / int8, KL.", "",
@@ -222,7 +230,10 @@ def markdown(rows: Sequence[Row], measured: dict[str, dict[str, Any]], reasons: 
                             for s in ("fp16", "affine_int8", "int8"))
         divergence = " / ".join(_cell(cells[s]["divergence"], ".3g")
                                 for s in ("affine_int8", "int8"))
-        kept = f" (kept: measured on {cells['kept_from']})" if "kept_from" in cells else ""
+        kept = ""
+        if "kept_from" in cells:
+            count = f", {cells['episodes']} episodes" if cells.get("episodes") else ""
+            kept = f" (kept: measured on {cells['kept_from']}{count})"
         lines.append(f"| {row.algorithm} | {row.task} | {' | '.join(rewards)} | {errors} | "
                      f"{cells['divergence'].upper()} {divergence} | {paper} | "
                      f"`{cells['run_dir']}`{kept} |")

@@ -286,7 +286,7 @@ def test_table2_measures_reused_runs_and_lists_the_rest_as_pending(trained_run: 
     assert list(measured) == ["dqn:cartpole"]
     cells = measured["dqn:cartpole"]
     assert cells["divergence"] == "kl" and cells["fp32"]["divergence"] == 0.0
-    assert cells["fp32"]["relative_error"] == 0.0
+    assert cells["fp32"]["relative_error"] == 0.0 and cells["episodes"] == 3
     for spec in ("fp16", "affine_int8", "int8"):
         assert cells[spec]["divergence"] > 0.0  # a real quantization, measured
     assert reasons["dqn:pong"].startswith("pending: needs a GPU")
@@ -311,10 +311,20 @@ def test_table2_keeps_earlier_cells_for_rows_without_a_run(tmp_path: Path) -> No
     assert list(kept) == ["a2c:cartpole"] and kept["a2c:cartpole"]["kept_from"] == "Milan"
     text = table2.markdown(rows, kept, {"ppo:cartpole": "pending", "dqn:pong": "pending"}, 20,
                            "cmd")
+    assert "`runs/table2/a2c_cartpole` (kept: measured on Milan, 20 episodes) |" in text
+    # Kept again by a table made on another machine with another episode count, a cell still
+    # names the machine and the count that measured it.
+    path.write_text(json.dumps({**earlier, "machine": "Xeon", "episodes": 100, "rows": kept}))
+    again = table2.kept_cells(path, rows, measured)["a2c:cartpole"]
+    assert again["kept_from"] == "Milan" and again["episodes"] == 20
+    # A cell an older table kept without recording its count gets none, not that table's.
+    unknown = {k: v for k, v in kept["a2c:cartpole"].items() if k != "episodes"}
+    path.write_text(json.dumps({**earlier, "machine": "Xeon", "episodes": 100,
+                                "rows": {"a2c:cartpole": unknown}}))
+    assert "episodes" not in table2.kept_cells(path, rows, measured)["a2c:cartpole"]
+    text = table2.markdown(rows, {"a2c:cartpole": unknown},
+                           {"ppo:cartpole": "pending", "dqn:pong": "pending"}, 100, "cmd")
     assert "`runs/table2/a2c_cartpole` (kept: measured on Milan) |" in text
-    # Kept again by a table made on another machine, a cell still names the one that measured it.
-    path.write_text(json.dumps({**earlier, "machine": "Xeon", "rows": kept}))
-    assert table2.kept_cells(path, rows, measured)["a2c:cartpole"]["kept_from"] == "Milan"
     path.write_text("[]")
     with pytest.raises(ValueError, match="not a table2.json"):
         table2.kept_cells(path, rows, measured)
