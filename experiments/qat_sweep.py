@@ -181,8 +181,11 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per precision (fp32 first, then bit widths descending) with final returns.
 
     Final return: mean of the last 10% of a run's evaluations, then mean ± std (ddof=0) over
-    seeds; relative error ``(fp32 - quant) / |fp32|`` of those means. Runs of one bit width
-    whose actors differ (``qat_actors``) are not averaged together: ValueError.
+    seeds; relative error ``(fp32 - quant) / |fp32|`` of those means, with fp32 averaged over
+    the row's own seeds when each of them has an fp32 run (``baseline_seeds``; else over every
+    fp32 seed), so that a width run on fewer seeds is not judged against other seeds' fp32.
+    Runs of one bit width whose actors differ (``qat_actors``) are not averaged together:
+    ValueError.
     """
     groups: dict[str, list[Any]] = {}
     for run_dir in run_dirs:
@@ -195,7 +198,7 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     if not groups:
         raise ValueError("qat_rows needs at least one run")
     order = sorted(groups, key=lambda k: (k != BASELINE, -int(k[3:]) if k != BASELINE else 0))
-    base = final_returns(groups[BASELINE]).mean if BASELINE in groups else None
+    baseline = {r.seed: r for r in groups.get(BASELINE, [])}
     rows = []
     for key in order:
         runs = sorted(groups[key], key=lambda r: r.seed)
@@ -204,12 +207,17 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
             raise ValueError(f"the {key} runs' actors differ ({'; '.join(actors)}): keep sweeps "
                              "with different qat_actors in different --out_dir")
         final = final_returns(runs)
+        seeds = [r.seed for r in runs]
+        matched = seeds if all(seed in baseline for seed in seeds) else sorted(baseline)
+        base = final_returns([baseline[seed] for seed in matched]).mean if matched else None
         delays = sorted({int(r.config.get("learner", {}).get("qat_delay_steps", 0)) for r in runs})
         rows.append({
             "precision": key,
             "bits": None if key == BASELINE else int(key[3:]),
             "actor_quantizer": actors[0],
-            "seeds": [r.seed for r in runs],
+            "seeds": seeds,
+            "baseline_seeds": matched,
+            "baseline_return": base,
             "qat_delay_steps": None if key == BASELINE else delays,
             "final_return_mean": final.mean,
             "final_return_std": final.std,
@@ -224,16 +232,22 @@ def qat_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The rows of :func:`qat_rows` as a Markdown table."""
     lines = [
         "| precision | actors | QAT delay (SGD steps) | seeds | final return | "
-        "rel. error vs fp32 |",
-        "|---|---|---:|---|---:|---:|",
+        "fp32 on the same seeds | rel. error vs fp32 |",
+        "|---|---|---:|---|---:|---:|---:|",
     ]
     for r in rows:
-        err = r["relative_error"]
+        err, base = r["relative_error"], r["baseline_return"]
+        if base is None:
+            baseline = "—"
+        elif r["baseline_seeds"] == r["seeds"]:
+            baseline = f"{base:.2f}"
+        else:  # some of the row's seeds have no fp32 run: all of fp32's seeds, named
+            baseline = f"{base:.2f} (seeds {', '.join(map(str, r['baseline_seeds']))})"
         delay = "—" if r["qat_delay_steps"] is None else ", ".join(map(str, r["qat_delay_steps"]))
         lines.append(
             f"| {r['precision']}{'' if r['bits'] is None else ' QAT'} | {r['actor_quantizer']} | "
             f"{delay} | {', '.join(map(str, r['seeds']))} | "
-            f"{r['final_return_mean']:.2f} ± {r['final_return_std']:.2f} | "
+            f"{r['final_return_mean']:.2f} ± {r['final_return_std']:.2f} | {baseline} | "
             f"{'—' if err is None else f'{100 * err:.2f}%'} |"
         )
     return "\n".join(lines) + "\n"
@@ -251,7 +265,9 @@ def plot_qat(rows: Sequence[dict[str, Any]], path: str | Path, title: str) -> Pa
     if quant:
         ax.errorbar([r["bits"] for r in quant], [r["final_return_mean"] for r in quant],
                     yerr=[r["final_return_std"] for r in quant], marker="o", capsize=3,
-                    label="QAT + int<b> actors")
+                    label="QAT, fp32 actors until the delay"
+                    if quant[0]["actor_quantizer"].startswith("fp32, then")
+                    else "QAT + int<b> actors")
         ax.set_xticks([r["bits"] for r in quant])
     for r in rows:
         if r["bits"] is None:
@@ -293,7 +309,7 @@ def write_qat_report(run_dirs: Sequence[str | Path], out_dir: str | Path) -> Pat
         "from the start, or fp32 until the delay with `qat_actors=fp32`, QuaRL's protocol); "
         "fp32 trains and acts in fp32. Final return: mean of the last 10% of a run's "
         "evaluations, then mean ± std (ddof=0) over seeds. Relative error = "
-        "(fp32 − quantized) / |fp32|.",
+        "(fp32 − quantized) / |fp32|, with fp32 over the row's own seeds.",
         "",
         qat_markdown(rows),
         f"![qat]({png.name})",

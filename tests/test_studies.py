@@ -483,6 +483,43 @@ def test_qat_sweep_with_fp32_actors_until_the_delay(tmp_path: Path) -> None:
         qat_sweep.qat_rows([*dirs, *other])
 
 
+def test_qat_rows_judge_each_width_against_fp32_on_its_own_seeds(tmp_path: Path) -> None:
+    """A width run on fewer seeds than fp32 is compared with fp32 on those seeds, not with the
+    mean of seeds it did not run; a seed without an fp32 run falls back to every fp32 seed."""
+
+    def run(name: str, seed: int, bits: int | None, final: float) -> Path:
+        path = tmp_path / f"{name}_seed{seed}"
+        path.mkdir()
+        quantizer = "fp32" if bits is None else f"rtn_int{bits}"
+        config = {"agent": "a2c", "task": "halfcheetah", "quantizer": quantizer, "seed": seed,
+                  "learner": {"qat_bits": bits, "qat_delay_steps": 0 if bits is None else 50}}
+        (path / "config.json").write_text(json.dumps(config))
+        # Ten evaluations: the last 10% (one) is the final return.
+        lines = [json.dumps({"actor_steps": 100 * i, "learner_steps": 10 * i,
+                             "wall_time_s": float(i), "eval_return": 0.0 if i < 9 else final})
+                 for i in range(10)]
+        (path / "eval.jsonl").write_text("\n".join(lines) + "\n")
+        (path / "summary.json").write_text(json.dumps({"interrupted": False}))
+        return path
+
+    dirs = [run("fp32", 0, None, 4000.0), run("fp32", 1, None, 2000.0),
+            run("int4_qat", 0, 4, 3600.0), run("int4_qat", 1, 4, 2200.0),
+            run("int3_qat", 0, 3, 3600.0), run("int2_qat", 2, 2, 2700.0)]
+    rows = {r["precision"]: r for r in qat_sweep.qat_rows(dirs)}
+    assert rows["fp32"]["baseline_return"] == 3000.0 and rows["fp32"]["relative_error"] == 0.0
+    assert rows["int4"]["baseline_seeds"] == [0, 1]
+    assert rows["int4"]["relative_error"] == pytest.approx((3000.0 - 2900.0) / 3000.0)
+    # int3 ran seed 0 only: judged against seed 0's fp32 (10% below), not the mean (20% above).
+    assert rows["int3"]["baseline_seeds"] == [0] and rows["int3"]["baseline_return"] == 4000.0
+    assert rows["int3"]["relative_error"] == pytest.approx(0.1)
+    # Seed 2 has no fp32 run: every fp32 seed, named in the table.
+    assert rows["int2"]["baseline_seeds"] == [0, 1]
+    assert rows["int2"]["relative_error"] == pytest.approx(0.1)
+    text = qat_sweep.qat_markdown(list(rows.values()))
+    assert "| int3 QAT | rtn_int3 | 50 | 0 | 3600.00 ± 0.00 | 4000.00 | 10.00% |" in text
+    assert "| 2700.00 ± 0.00 | 3000.00 (seeds 0, 1) | 10.00% |" in text
+
+
 # Speedup report (read mode) over synthetic runs.
 
 
