@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import ml_collections
+import numpy as np
 from absl import flags
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -177,6 +178,16 @@ def _run_actors(run: Any) -> str:
     return run.quantizer
 
 
+def seed_matched_baseline(fp32_finals: dict[int, float], seeds: Sequence[int]
+                          ) -> tuple[list[int], float | None]:
+    """The fp32 seeds a row is judged against (its own, when each has an fp32 run; else every
+    fp32 seed) and fp32's mean final return over them (None without fp32 runs)."""
+    seeds = list(seeds)
+    matched = seeds if all(s in fp32_finals for s in seeds) else sorted(fp32_finals)
+    base = float(np.mean([fp32_finals[s] for s in matched])) if matched else None
+    return matched, base
+
+
 def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per precision (fp32 first, then bit widths descending) with final returns.
 
@@ -198,7 +209,9 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     if not groups:
         raise ValueError("qat_rows needs at least one run")
     order = sorted(groups, key=lambda k: (k != BASELINE, -int(k[3:]) if k != BASELINE else 0))
-    baseline = {r.seed: r for r in groups.get(BASELINE, [])}
+    fp32_runs = groups.get(BASELINE, [])
+    fp32_finals = dict(zip((r.seed for r in fp32_runs), final_returns(fp32_runs).values)
+                       ) if fp32_runs else {}
     rows = []
     for key in order:
         runs = sorted(groups[key], key=lambda r: r.seed)
@@ -208,8 +221,7 @@ def qat_rows(run_dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
                              "with different qat_actors in different --out_dir")
         final = final_returns(runs)
         seeds = [r.seed for r in runs]
-        matched = seeds if all(seed in baseline for seed in seeds) else sorted(baseline)
-        base = final_returns([baseline[seed] for seed in matched]).mean if matched else None
+        matched, base = seed_matched_baseline(fp32_finals, seeds)
         delays = sorted({int(r.config.get("learner", {}).get("qat_delay_steps", 0)) for r in runs})
         rows.append({
             "precision": key,

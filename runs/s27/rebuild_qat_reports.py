@@ -22,9 +22,7 @@ for report in sorted(Path("docs/results").rglob("qat.json")):
     fp32 = next(r for r in rows if r["bits"] is None)
     baseline = dict(zip(fp32["seeds"], fp32["final_returns"]))
     for r in rows:
-        seeds = r["seeds"]
-        matched = seeds if all(s in baseline for s in seeds) else sorted(baseline)
-        base = sum(baseline[s] for s in matched) / len(matched)
+        matched, base = qat_sweep.seed_matched_baseline(baseline, r["seeds"])
         r["baseline_seeds"], r["baseline_return"] = matched, base
         r["relative_error"] = qat_sweep.relative_error(base, r["final_return_mean"])
     report.write_text(json.dumps(payload, indent=2) + "\n")
