@@ -25,6 +25,9 @@ learner log, summary, a failure's error) there in the same layout as soon as the
 ``--out_dir=<that folder>`` later rebuilds the report from them on any machine, with nothing
 retrained, and a study cut short resumes from them once they are copied back into its out_dir.
 
+``--report_only`` starts no run: it writes the report of the runs in ``--out_dir`` as they stand,
+with the unfinished ones (and those not started) as pending, for a study that spans sessions.
+
 A run that raises (naive fp16 SAC goes NaN within its first learner calls; the NaN policy's
 actions then make the environment raise) does not stop the study: it is recorded as ``failed``
 with its error in ``<run_dir>/failure.json``, and later invocations report it from there
@@ -157,11 +160,18 @@ def _same_config(a: ml_collections.ConfigDict, b: ml_collections.ConfigDict) -> 
 
 def run_recording_failures(
     config: ml_collections.ConfigDict, run_dir: str | Path, reuse: bool = True,
-    keep: Path | None = None,
+    keep: Path | None = None, report_only: bool = False,
 ) -> Path:
     """:func:`_run_or_record_failure`; then, with ``keep``, the run's :data:`RECORD_FILES` are
     copied to ``keep/<its folder>/<its name>`` (``main/``, ``ablation/``, ``actorq/``) as soon
-    as it ends, so a study cut short keeps every run that finished (or failed)."""
+    as it ends, so a study cut short keeps every run that finished (or failed).
+
+    ``report_only``: runs nothing and copies nothing; only checks that a run already in
+    ``run_dir`` has ``config`` (:func:`summarize_run` then reports an unfinished one as pending).
+    """
+    if report_only:
+        _check_same_config(config, Path(run_dir))
+        return Path(run_dir)
     path = _run_or_record_failure(config, run_dir, reuse)
     if keep is not None:
         runs.copy_run_records([path], keep / path.parent.name, RECORD_FILES, finished_only=False)
@@ -182,17 +192,10 @@ def _run_or_record_failure(
     from launchpad_programs.study_runs import RunInterrupted, run_or_load
 
     path = Path(run_dir)
-    if run_status(path) != "missing" and (path / "config.json").is_file():
-        wanted = config.copy_and_resolve_references()
-        wanted.run_dir = str(path)
-        different = config_differences(wanted, path)
-        if different:
-            raise ValueError(
-                f"{path} holds a run with a different config (fields: {', '.join(different)}); "
-                "choose another --out_dir or delete that run")
-        if reuse and (path / FAILURE_FILE).is_file() and run_status(path) == "partial":
-            logging.info("reusing failed run %s", path)
-            return path
+    if (_check_same_config(config, path) and reuse and (path / FAILURE_FILE).is_file()
+            and run_status(path) == "partial"):
+        logging.info("reusing failed run %s", path)
+        return path
     try:
         return run_or_load(config, path, reuse)
     except (RunInterrupted, FileExistsError, KeyboardInterrupt):
@@ -208,6 +211,21 @@ def _run_or_record_failure(
         return path
 
 
+def _check_same_config(config: ml_collections.ConfigDict, path: Path) -> bool:
+    """Whether ``path`` holds a run (with its ``config.json``); raises ValueError naming the
+    fields where that run's config differs from ``config``."""
+    if run_status(path) == "missing" or not (path / "config.json").is_file():
+        return False
+    wanted = config.copy_and_resolve_references()
+    wanted.run_dir = str(path)
+    different = config_differences(wanted, path)
+    if different:
+        raise ValueError(
+            f"{path} holds a run with a different config (fields: {', '.join(different)}); "
+            "choose another --out_dir or delete that run")
+    return True
+
+
 def _finite_or_none(value: Any) -> float | None:
     if value is None:
         return None
@@ -215,19 +233,28 @@ def _finite_or_none(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def summarize_run(run_dir: str | Path, name: str) -> dict[str, Any]:
+def summarize_run(run_dir: str | Path, name: str,
+                  config: ml_collections.ConfigDict | None = None) -> dict[str, Any]:
     """One run's row (reads ``config.json``, ``eval.jsonl``, ``learner.jsonl``, ``summary.json``
     and ``failure.json`` when present).
 
     ``status`` is ``failed`` (the run raised: ``failure.json``), ``diverged`` (finished, but a
-    learner row reported non-finite parameters) or ``ok``. ``final_return`` is the last
-    evaluation of a run that reached its budget (None for a failed run: its last evaluation
+    learner row reported non-finite parameters), ``ok``, or, only when the run's ``config`` is
+    given (``--report_only``), ``pending``: neither finished nor failed, or not started (no
+    ``config.json``: the row then takes ``config`` and shows no progress). ``final_return`` is
+    the last evaluation of a run that reached its budget (None for a failed run: its last evaluation
     predates the failure; that one is ``last_eval_return``). ``first_nonfinite_*`` is the first
     *logged* learner row with ``nonfinite != 0`` (rows come every ``log_every_seconds``, so the
     parameters went non-finite at or before it).
     """
     path = Path(run_dir)
-    config = json.loads((path / "config.json").read_text())
+    config_path = path / "config.json"
+    if config_path.is_file():
+        saved = json.loads(config_path.read_text())
+    elif config is not None:
+        saved = config_to_dict(config)
+    else:
+        raise ValueError(f"{path} holds no run (no config.json)")
     evals = (surviving_rows(read_jsonl(path / "eval.jsonl"))
              if (path / "eval.jsonl").is_file() else [])
     learner = read_jsonl(path / "learner.jsonl") if (path / "learner.jsonl").is_file() else []
@@ -235,23 +262,26 @@ def summarize_run(run_dir: str | Path, name: str) -> dict[str, Any]:
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
     failure_path = path / FAILURE_FILE
     failure = json.loads(failure_path.read_text()) if failure_path.is_file() else None
-    if summary is not None and summary.get("interrupted") is False:
+    finished = summary is not None and summary.get("interrupted") is False
+    if finished:
         failure = None  # a later successful run of the same directory wins
-    elif failure is None:
+    elif failure is None and config is None:
         raise ValueError(f"{path} is neither finished (summary.json) nor failed ({FAILURE_FILE})")
+    pending = not finished and failure is None
 
     bad_rows = [r for r in learner if float(r.get("nonfinite", 0.0) or 0.0) != 0.0]
     first_bad = bad_rows[0] if bad_rows else None
     last_row = learner[-1] if learner else {}
-    status = "failed" if failure is not None else ("diverged" if bad_rows else "ok")
+    status = ("failed" if failure is not None else "pending" if pending
+              else "diverged" if bad_rows else "ok")
     finite_evals = [r for r in evals if _finite_or_none(r.get("eval_return")) is not None]
     best = max(finite_evals, key=lambda r: float(r["eval_return"])) if finite_evals else None
     last = evals[-1] if evals else None
-    max_steps = int(config["max_actor_steps"])
+    max_steps = int(saved["max_actor_steps"])
     reached = last is not None and int(last["actor_steps"]) >= max_steps
-    learner_cfg = config.get("learner", {})
+    learner_cfg = saved.get("learner", {})
     precision = str(learner_cfg.get("precision", "fp32"))
-    if summary is not None and failure is None:
+    if finished:
         wall = float(summary["wall_time_s"])
         learner_steps = int(summary["learner_steps"])
         actor_steps = int(summary["actor_steps"])
@@ -266,13 +296,13 @@ def summarize_run(run_dir: str | Path, name: str) -> dict[str, Any]:
         "lowp_fixes": (("fp32 master weights + " if learner_cfg.get("master_weights") else "")
                        + str(learner_cfg.get("lowp_fixes", ""))) if precision != "fp32"
         else "n/a",
-        "quantizer": str(config["quantizer"]),
-        "seed": int(config["seed"]),
+        "quantizer": str(saved["quantizer"]),
+        "seed": int(saved["seed"]),
         "max_actor_steps": max_steps,
         "status": status,
         "error": None if failure is None else f"{failure['error_type']}: {failure['error']}",
         "final_return": (_finite_or_none(last["eval_return"])
-                         if reached and status != "failed" else None),
+                         if reached and status not in ("failed", "pending") else None),
         "last_eval_return": None if last is None else _finite_or_none(last["eval_return"]),
         "last_eval_actor_steps": None if last is None else int(last["actor_steps"]),
         "best_return": None if best is None else float(best["eval_return"]),
@@ -303,15 +333,18 @@ def _mean_std(values: Sequence[float]) -> tuple[float | None, float | None]:
 
 def summarize_variants(rows: Sequence[dict[str, Any]],
                        baseline: str = "fp32") -> dict[str, dict[str, Any]]:
-    """Per variant (``row['name']``): seeds, failed/diverged counts, mean ± std (sample std,
-    ddof=1) of final and best return over the seeds, and whether the final-return mean is within
+    """Per variant (``row['name']``): seeds, failed/diverged/pending counts, mean ± std (sample
+    std, ddof=1) of final and best return and the mean wall time over the seeds that ended
+    (pending ones are left out; None when none ended), and whether the final-return mean is within
     5% of ``baseline``'s or above it (``mean >= base - 0.05 |base|``; never when a seed failed or
-    diverged, since its final return does not exist or is not a trained policy's)."""
+    diverged, since its final return does not exist or is not a trained policy's; undecided,
+    None, while a seed of either is pending)."""
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(r["name"] for r in rows):
         group = [r for r in rows if r["name"] == name]
-        finals = [r["final_return"] for r in group if r["final_return"] is not None]
-        bests = [r["best_return"] for r in group if r["best_return"] is not None]
+        ended = [r for r in group if r["status"] != "pending"]
+        finals = [r["final_return"] for r in ended if r["final_return"] is not None]
+        bests = [r["best_return"] for r in ended if r["best_return"] is not None]
         final_mean, final_std = _mean_std(finals)
         best_mean, best_std = _mean_std(bests)
         out[name] = {
@@ -320,23 +353,26 @@ def summarize_variants(rows: Sequence[dict[str, Any]],
             "seeds": len(group),
             "failed": sum(r["status"] == "failed" for r in group),
             "diverged": sum(r["status"] == "diverged" for r in group),
+            "pending": sum(r["status"] == "pending" for r in group),
             "final_mean": final_mean,
             "final_std": final_std,
             "final_n": len(finals),
             "best_mean": best_mean,
             "best_std": best_std,
-            "wall_time_s_mean": float(np.mean([r["wall_time_s"] for r in group])),
+            "wall_time_s_mean": (float(np.mean([r["wall_time_s"] for r in ended]))
+                                 if ended else None),
         }
     base = out.get(baseline)
     for entry in out.values():
         healthy = entry["failed"] == 0 and entry["diverged"] == 0
+        undecided = base is None or (healthy and (entry["pending"] or base["pending"]))
         if base is None or base["final_mean"] is None or entry["final_mean"] is None:
             entry["rel_to_fp32"] = None
-            entry["within_5pct_of_fp32"] = None if base is None else False
+            entry["within_5pct_of_fp32"] = None if undecided else False
             continue
         rel = (entry["final_mean"] - base["final_mean"]) / abs(base["final_mean"])
         entry["rel_to_fp32"] = rel
-        entry["within_5pct_of_fp32"] = bool(healthy and rel >= -WITHIN)
+        entry["within_5pct_of_fp32"] = None if undecided else bool(healthy and rel >= -WITHIN)
     return out
 
 
@@ -410,6 +446,10 @@ def _nonfinite_cell(row: dict[str, Any]) -> str:
 
 
 def _status_cell(row: dict[str, Any]) -> str:
+    if row["status"] == "pending":
+        if not row["actor_steps"]:
+            return "pending (not started)"
+        return f"pending (at {row['actor_steps']:,} of {row['max_actor_steps']:,} steps)"
     if row["status"] != "failed":
         return row["status"]
     error = str(row["error"] or "").replace("|", "/").replace("\n", " ")
@@ -476,7 +516,8 @@ def markdown(report: dict[str, Any]) -> str:
         *_run_table(main_rows, "variant"),
         "",
         "Per variant (mean ± sample std over seeds; `within 5%`: the final-return mean is at most "
-        "5% below fp32's, or above it; `no` whenever a seed failed or diverged):",
+        "5% below fp32's, or above it; `no` whenever a seed failed or diverged; `-` while a seed "
+        "is pending):",
         "",
         "| variant | precision | fixes | seeds | failed | diverged | final return | "
         "best return | vs fp32 | within 5% of fp32 | mean wall s |",
@@ -488,10 +529,11 @@ def markdown(report: dict[str, Any]) -> str:
         final = _pm(v["final_mean"], v["final_std"])
         if v["final_n"] != v["seeds"] and v["final_mean"] is not None:
             final += f" (n={v['final_n']})"
+        seeds = f"{v['seeds']} ({v['pending']} pending)" if v["pending"] else str(v["seeds"])
         lines.append(
-            f"| {name} | {v['precision']} | {v['lowp_fixes']} | {v['seeds']} | {v['failed']} | "
+            f"| {name} | {v['precision']} | {v['lowp_fixes']} | {seeds} | {v['failed']} | "
             f"{v['diverged']} | {final} | {_pm(v['best_mean'], v['best_std'])} | {rel} | "
-            f"{within} | {v['wall_time_s_mean']:.0f} |")
+            f"{within} | {_num(v['wall_time_s_mean'], '.0f')} |")
 
     lines += [] if not ablation["runs"] else [
         "",
@@ -566,33 +608,38 @@ def markdown(report: dict[str, Any]) -> str:
 
 def run_main_table(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                    seeds: Sequence[int], out_dir: Path, reuse: bool,
-                   keep: Path | None = None) -> list[dict[str, Any]]:
-    """Every (variant, seed) at the config's budget; their rows."""
+                   keep: Path | None = None, report_only: bool = False) -> list[dict[str, Any]]:
+    """Every (variant, seed) at the config's budget; their rows (``report_only``: as they
+    stand, unfinished ones pending)."""
     rows = []
     for variant in variants:
         for seed in seeds:
             run_config = learner_config(config, variant.precision, variant.lowp_fixes, seed,
                                         master_weights=variant.master_weights)
             path = run_recording_failures(
-                run_config, out_dir / "main" / f"{variant.name}_seed{seed}", reuse, keep)
-            rows.append(summarize_run(path, variant.name))
+                run_config, out_dir / "main" / f"{variant.name}_seed{seed}", reuse, keep,
+                report_only)
+            rows.append(summarize_run(path, variant.name, run_config if report_only else None))
     return rows
 
 
 def run_ablation(config: ml_collections.ConfigDict, seed: int, steps: int, out_dir: Path,
-                 reuse: bool, keep: Path | None = None) -> list[dict[str, Any]]:
+                 reuse: bool, keep: Path | None = None,
+                 report_only: bool = False) -> list[dict[str, Any]]:
     """fp16 with each fix removed in turn, plus all and none, at ``steps``; their rows."""
     rows = []
     for name, fixes in ablation_settings():
         run_config = learner_config(config, "fp16", fixes, seed, steps)
-        path = run_recording_failures(run_config, out_dir / "ablation" / name, reuse, keep)
-        rows.append(summarize_run(path, name))
+        path = run_recording_failures(run_config, out_dir / "ablation" / name, reuse, keep,
+                                      report_only)
+        rows.append(summarize_run(path, name, run_config if report_only else None))
     return rows
 
 
 def run_actorq_comparison(config: ml_collections.ConfigDict, seed: int, out_dir: Path,
                           reuse: bool, main_dirs: dict[str, ml_collections.ConfigDict],
-                          keep: Path | None = None) -> list[dict[str, Any]]:
+                          keep: Path | None = None,
+                          report_only: bool = False) -> list[dict[str, Any]]:
     """int8 actors + fp16 (all fixes) learner, then fp32 actors + fp32 learner; a main-table run
     with an identical config (``main_dirs``: directory -> config) is reused."""
     rows = []
@@ -601,19 +648,22 @@ def run_actorq_comparison(config: ml_collections.ConfigDict, seed: int, out_dir:
         name = f"{quantizer}_actors_{precision}_learner"
         path = next((Path(d) for d, c in main_dirs.items() if _same_config(c, run_config)),
                     out_dir / "actorq" / f"{name}_seed{seed}")
-        path = run_recording_failures(run_config, path, reuse, keep)
-        rows.append(summarize_run(path, name))
+        path = run_recording_failures(run_config, path, reuse, keep, report_only)
+        rows.append(summarize_run(path, name, run_config if report_only else None))
     return rows
 
 
 def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                  seeds: Sequence[int], ablation_seed: int, ablation_steps: int, out_dir: Path,
                  reuse: bool, actorq_comparison: bool, command: str,
-                 note: str = "", keep: Path | None = None) -> dict[str, Any]:
+                 note: str = "", keep: Path | None = None,
+                 report_only: bool = False) -> dict[str, Any]:
     """Runs (or reuses) everything and returns the report dictionary (``lowp.json``); ``keep``:
-    where each run's records are copied as it ends (:func:`run_recording_failures`)."""
-    main_rows = run_main_table(config, variants, seeds, out_dir, reuse, keep)
-    ablation_rows = (run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse, keep)
+    where each run's records are copied as it ends (:func:`run_recording_failures`);
+    ``report_only``: starts no run and reports the unfinished ones as pending."""
+    main_rows = run_main_table(config, variants, seeds, out_dir, reuse, keep, report_only)
+    ablation_rows = (run_ablation(config, ablation_seed, ablation_steps, out_dir, reuse, keep,
+                                  report_only)
                      if ablation_steps else [])
     nbytes = bytes_table(config)
     report: dict[str, Any] = {
@@ -641,7 +691,8 @@ def build_report(config: ml_collections.ConfigDict, variants: Sequence[Variant],
                                master_weights=v.master_weights)
             for v in variants for s in seeds
         }
-        rows = run_actorq_comparison(config, seeds[0], out_dir, reuse, main_dirs, keep)
+        rows = run_actorq_comparison(config, seeds[0], out_dir, reuse, main_dirs, keep,
+                                     report_only)
         by_precision = {(b["precision"], b["lowp_fixes"]): b["total"] for b in nbytes}
         config_fixes = str(config.learner.lowp_fixes)
         report["actorq"] = {
@@ -702,7 +753,8 @@ def main(argv: list[str]) -> None:
     out_dir = Path(_OUT_DIR.value)
     keep = Path(_KEEP_RECORDS.value) if _KEEP_RECORDS.value else None
     report = build_report(config, variants, seeds, _ABLATION_SEED.value, steps, out_dir,
-                          _REUSE.value, _ACTORQ.value, command, _NOTE.value, keep)
+                          _REUSE.value, _ACTORQ.value, command, _NOTE.value, keep,
+                          _REPORT_ONLY.value)
     print(write_report(report, out_dir).read_text())
     if keep is not None:
         print(f"run records: {keep}")
@@ -729,6 +781,9 @@ if __name__ == "__main__":
         "actorq_comparison", True,
         "also run int8 actors + fp16 learner vs fp32 actors + fp32 learner (first seed)")
     _NOTE = flags.DEFINE_string("note", "", "a line for the report's header (e.g. a cut budget)")
+    _REPORT_ONLY = flags.DEFINE_bool(
+        "report_only", False, "start no run: report the runs in --out_dir as they stand, "
+        "listing the unfinished ones (and those not started) as pending")
     _KEEP_RECORDS = flags.DEFINE_string(
         "keep_records", "", "also copy each run's config, logs and summary here (a docs folder): "
         "--out_dir=<it> later rebuilds the report")

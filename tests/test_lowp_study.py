@@ -226,6 +226,75 @@ def test_a_raising_run_is_recorded_and_not_rerun(tmp_path, monkeypatch):
         lowp_study.run_recording_failures(config, tmp_path / "other")
 
 
+def test_report_only_starts_no_run_and_reports_unfinished_runs_as_pending(tmp_path, monkeypatch):
+    """--report_only: finished and failed runs as usual; a stopped run and one never started
+    are pending (with their progress), nothing runs, and nothing is written into the runs."""
+    def must_not_run(config, run_dir, reuse=True):
+        raise AssertionError(f"ran {run_dir}")
+
+    monkeypatch.setattr(study_runs, "run_or_load", must_not_run)
+    monkeypatch.setattr(lowp_study, "bytes_table", lambda config: [])  # tested on its own
+    config = sac_actorq.get_config("cartpole_balance_small")
+    config.max_actor_steps = 4000
+    variants = lowp_study.parse_variants("fp32,fp16_naive,fp16_fixed")
+    main = tmp_path / "main"
+    finished = {("fp32", 0): [300, 700, 800], ("fp32", 1): [300, 760, 900],
+                ("fp16_fixed", 0): [300, 780, 830]}
+    for variant in variants:
+        for seed in (0, 1):
+            name = f"{variant.name}_seed{seed}"
+            run_config = lowp_study.learner_config(config, variant.precision,
+                                                   variant.lowp_fixes, seed)
+            if (variant.name, seed) in finished:
+                path = _fake_run(main, name, variant.precision, "all", seed,
+                                 finished[(variant.name, seed)])
+            elif name == "fp16_naive_seed0":
+                path = _fake_run(main, name, "fp16", "none", 0, [310], fail_at=1000,
+                                 nonfinite_from=1000)
+            elif name == "fp16_fixed_seed1":  # stopped at 2000 of 4000 steps
+                path = _fake_run(main, name, "fp16", "all", 1, [300, 600], fail_at=2000)
+                (path / lowp_study.FAILURE_FILE).unlink()
+            else:
+                continue  # fp16_naive_seed1: never started
+            (path / "config.json").write_text(json.dumps(config_to_dict(run_config)))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+    report = lowp_study.build_report(config, variants, [0, 1], 0, 0, tmp_path, True, False,
+                                     "cmd", report_only=True)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert not (main / "fp16_naive_seed1").exists()
+    rows = report["main"]["runs"]
+    assert [r["status"] for r in rows] == ["ok", "ok", "failed", "pending", "ok", "pending"]
+    stopped, not_started = rows[5], rows[3]
+    assert stopped["final_return"] is None and stopped["last_eval_return"] == 600
+    assert stopped["actor_steps"] == 2000 and stopped["best_return"] == 600
+    assert not_started["actor_steps"] == 0 and not_started["best_return"] is None
+    assert not_started["precision"] == "fp16" and not_started["seed"] == 1
+    summary = report["main"]["variants"]
+    assert summary["fp16_fixed"]["pending"] == 1 and summary["fp16_fixed"]["final_n"] == 1
+    assert summary["fp16_fixed"]["within_5pct_of_fp32"] is None  # undecided while pending
+    # Best return and wall time come from the seeds that ended, as the final return does.
+    assert summary["fp16_fixed"]["best_mean"] == 830 and summary["fp16_fixed"]["best_std"] == 0
+    assert summary["fp16_fixed"]["wall_time_s_mean"] == 50.0
+    assert summary["fp16_naive"]["within_5pct_of_fp32"] is False  # a failed seed decides
+    assert summary["fp32"]["within_5pct_of_fp32"] is True
+    text = lowp_study.markdown(report)
+    assert ("| fp16_fixed | 1 | pending (at 2,000 of 4,000 steps) | "
+            "- (last eval 600.0 at 2,000) |") in text
+    assert "| fp16_naive | 1 | pending (not started) | - | - |" in text
+    assert ("| fp16_fixed | fp16 | all | 2 (1 pending) | 0 | 0 | 830.0 ± 0.0 (n=1) | "
+            "830.0 ± 0.0 | -2.4% | - | 50 |") in text
+    # Without --report_only an unfinished run is not a row the report can read.
+    with pytest.raises(ValueError, match="neither finished"):
+        lowp_study.summarize_run(main / "fp16_fixed_seed1", "fp16_fixed")
+    # A run with another config in the way is still an error.
+    (main / "fp32_seed0" / "config.json").write_text(json.dumps(config_to_dict(
+        lowp_study.learner_config(config, "fp16", "all", 0))))
+    with pytest.raises(ValueError, match="different config"):
+        lowp_study.build_report(config, variants, [0, 1], 0, 0, tmp_path, True, False, "cmd",
+                                report_only=True)
+
+
 def test_state_bytes_halve_in_fp16_and_the_fixes_add_kahan_buffers():
     config = sac_actorq.get_config("cartpole_balance_small")
     rows = {(r["precision"], r["lowp_fixes"]): r for r in lowp_study.bytes_table(config)}
