@@ -336,7 +336,12 @@ def test_local_topology_learns_cartpole(tmp_path):
     from launchpad_programs.launch import run_experiment
 
     run = tmp_path / "run"
-    summary = run_experiment(dqn_config(run, steps=12000))
+    config = dqn_config(run, steps=12000)
+    # A publish every 500 learner steps (the rate limiter fixes ~5,750 of them): the default
+    # (whenever stale, within ~10% of learner time) published 3 times on a loaded core, and the
+    # evaluations up to 10k steps all scored the untrained policy.
+    config.publish_period = 500
+    summary = run_experiment(config)
     print(summary)
     evals = read_rows(run / "eval.jsonl")
     returns = [e["eval_return"] for e in evals]
@@ -344,6 +349,7 @@ def test_local_topology_learns_cartpole(tmp_path):
     assert not summary["interrupted"] and summary["actor_restarts"] == 0
     assert 12000 <= summary["actor_steps"] <= 12001  # actors may overshoot by num_actors - 1
     assert summary["learner_steps"] > 0 and summary["num_pulls"] >= 2
+    assert summary["num_publishes"] >= summary["learner_steps"] // 500
     # Learned, by a margin: one greedy DQN evaluation swings by +-100 from one to the next
     # (a final 118.6 after 312.4 was seen), so the last three are averaged.
     assert max(returns) >= 200.0 and sum(returns[-3:]) / 3 >= 120.0
