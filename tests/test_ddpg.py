@@ -193,3 +193,43 @@ def test_critic_layer_norm_normalizes_every_hidden_layer_and_leaves_the_policy_a
         lambda x: 10.0 * x, critic_a["params"]["q"]["layer_0"])
     assert not np.allclose(plain.critic.apply(scaled_plain, obs, act),
                            plain.critic.apply(critic_a, obs, act))
+
+
+def test_learning_rate_decay_stops_both_networks_at_the_end_of_the_decay():
+    """With a linear decay over 4 critic steps (2 policy steps), the first call moves both
+    networks and a call after the decay has ended moves neither; without decay it still moves."""
+    from actorq.agents.ddpg.learning import DDPGLearner
+
+    def run(decay_steps: int):
+        config = DDPGConfig(policy_hidden_sizes=(8,), critic_hidden_sizes=(8,), batch_size=5,
+                            policy_frequency=2, sgd_steps_per_call=4, tau=0.1,
+                            policy_learning_rate=1e-2, critic_learning_rate=1e-2,
+                            learning_rate_decay_steps=decay_steps)
+        batches = _batches(12, seed=1)
+        calls = [{k: v[i:i + 4] for k, v in batches.items()} for i in range(0, 12, 4)]
+        learner = DDPGLearner(make_networks(config, 3, 2), config, iter(calls), seed=0)
+        states = [learner.state()]
+        for _ in calls:
+            learner.step()
+            states.append(learner.state())
+        return states
+
+    def moved(a, b, name):
+        diffs = jax.tree_util.tree_map(lambda x, y: float(np.abs(x - y).max()), a[name], b[name])
+        return max(jax.tree_util.tree_leaves(diffs))
+
+    decayed, constant = run(4), run(0)  # states before the first call and after each call
+    for name in ("critic_params", "policy_params"):
+        # The first call's steps ran at rates 1e-2 .. 2.5e-3: a move.
+        assert moved(decayed[0], decayed[1], name) > 1e-4
+        assert moved(decayed[1], decayed[2], name) == 0.0  # learning rate 0 from step 4 on
+        assert moved(decayed[2], decayed[3], name) == 0.0
+        assert moved(constant[2], constant[3], name) > 1e-4
+
+
+def test_learning_rate_decay_is_checked_and_old_runs_match_it_off():
+    from actorq.analysis.runs import ADDED_FIELDS_OFF
+
+    with pytest.raises(ValueError, match="learning_rate_decay_steps"):
+        DDPGConfig(learning_rate_decay_steps=-1)
+    assert ADDED_FIELDS_OFF["learner.learning_rate_decay_steps"] == 0

@@ -29,7 +29,8 @@ _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
 ADDED_FIELDS_OFF: dict[str, Any] = {"learner.target_update_tau": 0.0, "keep_checkpoints": 2,
                                     "learner.torso": "mlp", "learner.gsde": False,
                                     "qat_actors": "quantized",
-                                    "learner.critic_layer_norm": False}
+                                    "learner.critic_layer_norm": False,
+                                    "learner.learning_rate_decay_steps": 0}
 
 
 def run_status(run_dir: str | Path) -> RunStatus:

@@ -60,6 +60,10 @@ class DDPGConfig:
     # LayerNorm after every hidden layer of the critic (OpenAI Baselines' DDPG normalizes its
     # critic's layers); the policy is unchanged.
     critic_layer_norm: bool = False
+    # Linear decay of both learning rates to 0 over this many critic SGD steps (the policy's over
+    # its own steps, a policy_frequency-th as many); 0: constant. Late updates shrink, so a policy
+    # that has learned to walk is not pushed back out of it by the last updates of the budget.
+    learning_rate_decay_steps: int = 0
     qat_bits: int | None = None
     qat_delay_steps: int = 0
 
@@ -80,6 +84,7 @@ class DDPGConfig:
         "ou_dt": POSITIVE,
         "uniform_random_steps": NON_NEGATIVE_INT,
         "reward_floor": Bounds(optional=True),
+        "learning_rate_decay_steps": NON_NEGATIVE_INT,
         "qat_bits": QAT_BITS,
         "qat_delay_steps": NON_NEGATIVE_INT,
     }

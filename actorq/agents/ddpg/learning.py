@@ -63,6 +63,14 @@ def policy_loss(preactivation_apply: Callable, critic_apply: Callable, policy_pa
     return dpg + preactivation_penalty * jnp.mean(preactivation ** 2)
 
 
+def _learning_rate(initial: float, decay_steps: int) -> float | optax.Schedule:
+    """``initial``, or a linear decay from it to 0 over ``decay_steps`` optimizer steps (0: a
+    constant, with the plain Adam state, so earlier checkpoints still restore)."""
+    if decay_steps <= 0:
+        return initial
+    return optax.linear_schedule(initial, 0.0, decay_steps)
+
+
 class DDPGLearner(ReplayLearner):
     """DDPG learner sampling ``[sgd_steps_per_call, batch_size, ...]`` batches."""
 
@@ -74,8 +82,11 @@ class DDPGLearner(ReplayLearner):
         self._config = config
         self._batches = batches
         self._qat = QATSchedule(config.qat_bits, config.qat_delay_steps)
-        self._policy_opt = optax.adam(config.policy_learning_rate)
-        self._critic_opt = optax.adam(config.critic_learning_rate)
+        self._policy_opt = optax.adam(_learning_rate(
+            config.policy_learning_rate,
+            -(-config.learning_rate_decay_steps // config.policy_frequency)))
+        self._critic_opt = optax.adam(_learning_rate(config.critic_learning_rate,
+                                                     config.learning_rate_decay_steps))
         policy_params, critic_params = networks.init(jax.random.key(seed))
         self._state = TrainingState(
             policy_params=policy_params,
