@@ -10,7 +10,7 @@ from typing import Any
 
 import ml_collections
 
-from actorq.analysis.runs import config_to_dict, flatten_config
+from actorq.analysis.runs import ADDED_FIELDS_OFF, config_to_dict, flatten_config
 from actorq.metrics.loggers import (
     RESUMES_FILE,
     Logger,
@@ -191,12 +191,20 @@ def resume_differences(
     RESUMABLE_KEYS to ``[old, new]``; ``added`` lists the keys the saved config lacks (fields
     added to the code after the run started: accepted, so that new fields do not orphan old
     runs); ``forbidden`` maps every other differing key to ``(old, new)`` (a key gone from the
-    current config included: its new value is the ``_ABSENT`` marker). Keys are dotted, sorted.
+    current config included: its new value is the ``_ABSENT`` marker). An added key whose value
+    reproducing the older code is known (``ADDED_FIELDS_OFF``) is forbidden when set to anything
+    else: the run so far ran without it. Keys are dotted, sorted.
     """
     old, new = flatten_config(saved), flatten_config(current)
     changed: dict[str, list[Any]] = {}
     forbidden: dict[str, tuple[Any, Any]] = {}
-    added = sorted(set(new) - set(old))
+    added = []
+    for key in sorted(set(new) - set(old)):
+        if key in ADDED_FIELDS_OFF and not _same(ADDED_FIELDS_OFF[key], new[key]) \
+                and not _resumable(key):
+            forbidden[key] = (_Absent(ADDED_FIELDS_OFF[key]), new[key])
+        else:
+            added.append(key)
     for key in sorted(old):
         if key in new and _same(old[key], new[key]):
             continue
@@ -208,8 +216,13 @@ def resume_differences(
 
 
 class _Absent:
+    """A key one config lacks; ``off`` is the value that reproduces the code from before it."""
+
+    def __init__(self, off: Any = None) -> None:
+        self.off = off
+
     def __repr__(self) -> str:
-        return "absent"
+        return "absent" if self.off is None else f"absent, i.e. {json.dumps(self.off)}"
 
 
 _ABSENT: Any = _Absent()  # the value of a key a config lacks
@@ -227,4 +240,4 @@ def _resumable(key: str) -> bool:
 
 
 def _show(value: Any) -> str:
-    return "absent" if value is _ABSENT else json.dumps(value)
+    return repr(value) if isinstance(value, _Absent) else json.dumps(value)

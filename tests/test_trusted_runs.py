@@ -164,6 +164,25 @@ def test_a_field_added_after_the_run_started_is_accepted_and_recorded(run_copy):
     assert record["actor_steps"] == STEPS
 
 
+def test_an_added_field_set_away_from_the_old_code_fails_naming_it(run_copy):
+    """A run from before ``keep_checkpoints`` existed ran with 2; a resume may not claim another
+    value for a field the run never had, but may state the old one."""
+    saved = json.loads((run_copy / "config.json").read_text())
+    del saved["keep_checkpoints"]
+    del saved["learner"]["target_update_tau"]
+    (run_copy / "config.json").write_text(json.dumps(saved, indent=2))
+    config = tiny_dqn(run_copy)
+    config.learner.target_update_tau = 0.01
+    with pytest.raises(ConfigMismatchError,
+                       match=r"learner\.target_update_tau \(absent, i\.e\. 0\.0 -> 0\.01\)"):
+        run_experiment(config, resume=True)
+    assert read_resumes(run_copy) == []
+    config.learner.target_update_tau = 0.0  # the value the run had: accepted, recorded as added
+    run_experiment(config, resume=True)
+    (record,) = read_resumes(run_copy)
+    assert record["added"] == ["keep_checkpoints", "learner.target_update_tau"]
+
+
 def test_resume_differences_rules():
     saved = {"a": 1, "learner": {"batch_size": 64, "gone": True}, "max_actor_steps": 10,
              "track_energy": True, "flag": True}
