@@ -25,11 +25,9 @@ table lets it sample a whole call's batch, and actors acquire steps below the li
 sets on the ``steps`` counter (an actor at the limit flushes its experience and waits: the
 ``blocked`` column of its breakdown).
 
-Publishing: ``publish_period > 0`` publishes every that many learner steps; ``0`` (default)
-publishes whenever the package is stale, but only if at least 9x the last publish's cost has
-passed since it, so quantizing takes at most ~10% of the learner's time; under the single
-launcher it publishes right before the actor's pulls (every ``pull_period`` actor steps), so a run
-there is reproducible from its seed.
+Publishing follows ``publish_period`` (``publish_schedule.py``): every that many learner steps,
+or by default right before the single launcher's pulls, elsewhere whenever quantizing costs at
+most ~10% of the learner's time.
 
 ``wall_time_s`` everywhere is the time since the run started (plus the time of the runs it
 resumes), evaluations included.
@@ -46,8 +44,10 @@ import ml_collections
 from absl import logging
 
 from actorq.core import Builder
+from launchpad_programs.actor_reports import ActorReports
 from launchpad_programs.data_path import DataPath
 from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
+from launchpad_programs.publish_schedule import PublishSchedule
 from launchpad_programs.run_directory import RunDirectory
 
 REPORT_EVERY_S = 1.0
@@ -367,9 +367,7 @@ class LearnerNode:
             values = list(counters.get(key) or [])
             counters[key] = (values + [0] * num_actors)[:num_actors]
         self._table, self._learner, self._counters = table, learner, counters
-        self._reports: dict[str, dict[int, dict[str, Any]]] = {}
-        self._startup: list[float] = []
-        self._placement: dict[str, dict[int, str]] = {}  # actor -> incarnation -> node
+        self._actor_reports = ActorReports(actors)
         self._last_eval = float("nan")
         self._actor_logs = {name: run_dir.logger(name) for name in actors}
         self._learner_log = run_dir.logger("learner")
@@ -383,13 +381,6 @@ class LearnerNode:
         self._max_steps = int(config.max_actor_steps)
         self._every_ckpt = int(config.checkpoint_every_steps)
         self._next_ckpt = (base_steps // self._every_ckpt + 1) * self._every_ckpt
-        self._publish_period = int(config.publish_period)
-        # The single launcher interleaves its one actor with the learner: publishing right
-        # before the actor's pulls (by actor steps, not by the clock) keeps a run reproducible
-        # from its seed and quantizes only what is pulled.
-        self._publish_on_pulls = (config.launcher == "single" and self._publish_period == 0)
-        self._pull_period = int(config.pull_period)
-        self._next_pull = (base_steps // self._pull_period + 1) * self._pull_period
 
         # Compile the learner update and the quantizer before the actors start, so that
         # compilation (seconds) is not time in which actors run with no learner.
@@ -398,8 +389,7 @@ class LearnerNode:
         self._publish()
         logging.info("learner and quantizer compiled in %.1f s",
                      time.perf_counter() - compile_start)
-        self._last_publish_cost = 0.0  # measured on the first (warm) publish
-        self._last_publish_end = time.perf_counter()
+        self._schedule = PublishSchedule(config, base_steps)
         self._counter.reset(base_steps, list(counters["actor_own_steps"]))
         self._counter.set_gauge("learner_steps", learner.steps)
         self._counter.set_limit(self._data.step_limit())
@@ -446,9 +436,8 @@ class LearnerNode:
         """Single launcher: when the actor's last step made a pull due, publishes what the
         learner has now. The actor takes the pull before its next action, after this learner
         step, so it acts with a version that learned from all the data it sent before."""
-        if not self._publish_on_pulls or self._counter.total() < self._next_pull:
+        if not self._schedule.pull_due(self._counter.total()):
             return
-        self._next_pull = (self._counter.total() // self._pull_period + 1) * self._pull_period
         if self._learner.steps > self._published_version:
             self._publish()
             self._drift_row = (self._drift.measure(self._learner, self._packages)
@@ -483,17 +472,11 @@ class LearnerNode:
         self._counter.set_gauge("learner_steps", learner.steps)
         stale = learner.steps - self._published_version
         now = time.perf_counter()
-        if self._publish_on_pulls:
+        if self._schedule.on_pulls:
             self._publish_for_pull()
-            due = False
-        elif self._publish_period > 0:
-            due = stale >= self._publish_period
-        else:
-            due = stale > 0 and now - self._last_publish_end >= 9.0 * self._last_publish_cost
-        if due:
+        if self._schedule.due(stale, now):
             self._publish()
-            self._last_publish_end = time.perf_counter()
-            self._last_publish_cost = self._last_publish_end - now
+            self._schedule.published(now, time.perf_counter())
             self._drift_row = self._drift.measure(learner, self._packages) or self._drift_row
         if now - self._last_log >= self.config.log_every_seconds:
             self._write_learner_row(now)
@@ -526,8 +509,7 @@ class LearnerNode:
                    "episode": self._counters["actor_episodes"][index], **payload}
             self._actor_logs[node].write(row)
         elif kind == "report":
-            incarnation = int(payload.get("incarnation", 0))
-            self._reports.setdefault(node, {})[incarnation] = payload
+            self._actor_reports.report(node, payload)
         elif kind == "eval":
             payload["wall_time_s"] = payload.pop("time") - self._t0_wall
             self._eval_log.write(payload)
@@ -538,15 +520,7 @@ class LearnerNode:
     def _on_event(self, event: dict[str, Any]) -> None:
         node, kind = str(event.get("node")), event.get("event")
         if kind == "ready":
-            incarnation = int(event.get("incarnation", 0))
-            if node in self._actors:
-                self._startup.append(float(event.get("startup_s", float("nan"))))
-                # Where this incarnation runs: its Ray node, or its host.
-                self._placement.setdefault(node, {})[incarnation] = str(
-                    event.get("ray_node") or event.get("host", ""))
-            if "first_step" in event:  # counts even if the node dies before reporting
-                self._reports.setdefault(node, {}).setdefault(
-                    incarnation, {**event["first_step"], "incarnation": incarnation})
+            self._actor_reports.ready(node, event)
             self._write_pids()
             self._event({k: v for k, v in event.items() if isinstance(v, int | float | str)})
         elif kind == "restart":
@@ -596,7 +570,8 @@ class LearnerNode:
             "learner_steps": self._learner.steps,
             "wall_time_s": self._wall_time(),
             "published_version": self._published_version,
-            "policy_lag": self._learner.steps - self._min_actor_version(),
+            "policy_lag": self._learner.steps - self._actor_reports.min_policy_version(
+                self._published_version),
             "learner_calls_per_s": self._log_calls / elapsed,
             "num_publishes": self._packages.num_packages,
             **self._data.log_row(),
@@ -648,7 +623,8 @@ class LearnerNode:
                     self._events):
             log.close()
         self._data.close()
-        bytes_pulled, num_pulls = self._pull_totals()
+        reports = self._actor_reports
+        bytes_pulled, num_pulls = reports.pull_totals()
         packages = self._packages
         result = {
             "actor_steps": final_steps,
@@ -659,7 +635,7 @@ class LearnerNode:
             "energy_kwh": energy.energy_kwh,
             "emissions_kg": energy.emissions_kg,
             "bytes_pulled": bytes_pulled,
-            "bytes_pulled_per_node": self._bytes_pulled_per_node(),
+            "bytes_pulled_per_node": reports.bytes_pulled_per_node(),
             "num_pulls": num_pulls,
             "actor_restarts": self._counters["actor_restarts"],
             "evaluator_restarts": self._counters["evaluator_restarts"],
@@ -675,8 +651,7 @@ class LearnerNode:
             "calibrations": self._drift.calibrations,
             "quantize_seconds": packages.quantize_seconds,
             "actor_quantizers": nodes.actor_quantizers(config)[:len(self._actors)],
-            "actor_startup_s": (sum(self._startup) / len(self._startup) if self._startup
-                                else float("nan")),
+            "actor_startup_s": reports.mean_startup_s(),
         }
         self.run_dir.write_json("summary.json", result)
         return result
@@ -697,54 +672,11 @@ class LearnerNode:
 
     # --------------------------------------------------------------------------- helpers
 
-    def _min_actor_version(self) -> int:
-        versions = [max(r.items())[1].get("policy_version", -1)
-                    for r in self._reports.values() if r]
-        versions = [v for v in versions if v >= 0]
-        return min(versions) if versions else self._published_version
-
-    def _merged_reports(self) -> dict[str, Any]:
-        """Per actor: the breakdowns of all its incarnations merged (consecutive periods)."""
-        from actorq.runtime.breakdown import RuntimeBreakdown
-
-        merged: dict[str, Any] = {}
-        for node in self._actors:
-            total: RuntimeBreakdown | None = None
-            for _, report in sorted(self._reports.get(node, {}).items()):
-                part = RuntimeBreakdown.from_dict(report["breakdown"])
-                total = part if total is None else total.merge(part, concurrent=False)
-            merged[node] = total if total is not None else RuntimeBreakdown.from_dict({})
-        return merged
-
-    def _bytes_pulled_per_node(self) -> dict[str, int]:
-        """Package bytes pulled per cluster node (Ray node id, or host), all incarnations."""
-        totals: dict[str, int] = {}
-        for actor, per_incarnation in self._reports.items():
-            for incarnation, report in per_incarnation.items():
-                where = self._placement.get(actor, {}).get(incarnation, "unknown")
-                totals[where] = (totals.get(where, 0)
-                                 + int(report["breakdown"].get("bytes_pulled", 0)))
-        return totals
-
-    def _pull_totals(self) -> tuple[int, int]:
-        reports = [r for per_node in self._reports.values() for r in per_node.values()]
-        return (sum(int(r["breakdown"].get("bytes_pulled", 0)) for r in reports),
-                sum(int(r.get("num_pulls", 0)) for r in reports))
-
     def _write_breakdowns(self) -> None:
         from actorq.runtime.breakdown import markdown_table
         from launchpad_programs.nodes import actor_quantizers
 
-        precisions = actor_quantizers(self.config)
-        summaries = {node: {"precision": precisions[self._actors.index(node)], **b.summary()}
-                     for node, b in self._merged_reports().items()}
-        for node, per_node in self._reports.items():
-            if node in summaries and per_node:
-                summaries[node]["num_pulls"] = sum(int(r.get("num_pulls", 0))
-                                                   for r in per_node.values())
-                summaries[node]["incarnations"] = len(per_node)
-        for node, placement in self._placement.items():
-            summaries[node]["ray_node"] = placement[max(placement)]  # the last incarnation's
+        summaries = self._actor_reports.breakdowns(actor_quantizers(self.config))
         self.run_dir.write_json("breakdown.json", summaries)
         (self.run_dir.path / "breakdown.md").write_text(markdown_table(summaries) + "\n")
 
