@@ -68,6 +68,8 @@ RECORD_FILES = (*runs.RECORD_FILES, FAILURE_FILE)
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
 # low-precision learner that beats fp32 on these seeds has not lost to it.
 WITHIN = 0.05
+# Evaluations averaged into a run's "last 5" (beside its final evaluation).
+LAST_EVALS = 5
 DEFAULT_VARIANTS = "fp32,fp16_naive,fp16_fixed,bf16_fixed"
 
 
@@ -243,9 +245,10 @@ def summarize_run(run_dir: str | Path, name: str,
     given (``--report_only``), ``pending``: neither finished nor failed, or not started (no
     ``config.json``: the row then takes ``config`` and shows no progress). ``final_return`` is
     the last evaluation of a run that reached its budget (None for a failed run: its last evaluation
-    predates the failure; that one is ``last_eval_return``). ``first_nonfinite_*`` is the first
-    *logged* learner row with ``nonfinite != 0`` (rows come every ``log_every_seconds``, so the
-    parameters went non-finite at or before it).
+    predates the failure; that one is ``last_eval_return``); ``last5_return`` the mean of its last
+    :data:`LAST_EVALS` evaluations, which one noisy evaluation moves less. ``first_nonfinite_*``
+    is the first *logged* learner row with ``nonfinite != 0`` (rows come every
+    ``log_every_seconds``, so the parameters went non-finite at or before it).
     """
     path = Path(run_dir)
     config_path = path / "config.json"
@@ -303,6 +306,10 @@ def summarize_run(run_dir: str | Path, name: str,
         "error": None if failure is None else f"{failure['error_type']}: {failure['error']}",
         "final_return": (_finite_or_none(last["eval_return"])
                          if reached and status not in ("failed", "pending") else None),
+        "last5_return": (float(np.mean([float(r["eval_return"]) for r in evals[-LAST_EVALS:]]))
+                         if reached and status not in ("failed", "pending")
+                         and all(_finite_or_none(r.get("eval_return")) is not None
+                                 for r in evals[-LAST_EVALS:]) else None),
         "last_eval_return": None if last is None else _finite_or_none(last["eval_return"]),
         "last_eval_actor_steps": None if last is None else int(last["actor_steps"]),
         "best_return": None if best is None else float(best["eval_return"]),
@@ -344,9 +351,11 @@ def summarize_variants(rows: Sequence[dict[str, Any]],
         group = [r for r in rows if r["name"] == name]
         ended = [r for r in group if r["status"] != "pending"]
         finals = [r["final_return"] for r in ended if r["final_return"] is not None]
+        last5s = [r["last5_return"] for r in ended if r.get("last5_return") is not None]
         bests = [r["best_return"] for r in ended if r["best_return"] is not None]
         final_mean, final_std = _mean_std(finals)
         best_mean, best_std = _mean_std(bests)
+        last5_mean, last5_std = _mean_std(last5s)
         out[name] = {
             "precision": group[0]["precision"],
             "lowp_fixes": group[0]["lowp_fixes"],
@@ -357,6 +366,8 @@ def summarize_variants(rows: Sequence[dict[str, Any]],
             "final_mean": final_mean,
             "final_std": final_std,
             "final_n": len(finals),
+            "last5_mean": last5_mean,
+            "last5_std": last5_std,
             "best_mean": best_mean,
             "best_std": best_std,
             "wall_time_s_mean": (float(np.mean([r["wall_time_s"] for r in ended]))
@@ -366,6 +377,9 @@ def summarize_variants(rows: Sequence[dict[str, Any]],
     for entry in out.values():
         healthy = entry["failed"] == 0 and entry["diverged"] == 0
         undecided = base is None or (healthy and (entry["pending"] or base["pending"]))
+        entry["last5_rel_to_fp32"] = (
+            None if base is None or base["last5_mean"] is None or entry["last5_mean"] is None
+            else (entry["last5_mean"] - base["last5_mean"]) / abs(base["last5_mean"]))
         if base is None or base["final_mean"] is None or entry["final_mean"] is None:
             entry["rel_to_fp32"] = None
             entry["within_5pct_of_fp32"] = None if undecided else False
@@ -463,9 +477,10 @@ def _short_path(run_dir: str) -> str:
 
 def _run_table(rows: Sequence[dict[str, Any]], first: str) -> list[str]:
     lines = [
-        f"| {first} | seed | status | final return | best return (at step) | non-finite params "
-        "| skipped steps | final loss scale (critic/actor/alpha) | learner steps | wall s |",
-        "|---|---:|---|---:|---:|---|---:|---|---:|---:|",
+        f"| {first} | seed | status | final return | last {LAST_EVALS} | best return (at step) | "
+        "non-finite params | skipped steps | final loss scale (critic/actor/alpha) | "
+        "learner steps | wall s |",
+        "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|",
     ]
     for r in rows:
         best = ("-" if r["best_return"] is None
@@ -477,7 +492,8 @@ def _run_table(rows: Sequence[dict[str, Any]], first: str) -> list[str]:
         scales = "/".join(_num(r[k], "g") for k in
                           ("loss_scale", "actor_loss_scale", "alpha_loss_scale"))
         lines.append(
-            f"| {r['name']} | {r['seed']} | {_status_cell(r)} | {final} | {best} | "
+            f"| {r['name']} | {r['seed']} | {_status_cell(r)} | {final} | "
+            f"{_num(r.get('last5_return'))} | {best} | "
             f"{_nonfinite_cell(r)} | {r['skipped_steps']:,} | {scales} | "
             f"{r['learner_steps']:,} | {r['wall_time_s']:.0f} |")
     return lines
@@ -506,7 +522,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Final return: the evaluation at the end of the budget (mean of "
-        f"{report['eval_episodes']} episodes); failed runs have none. Non-finite params: the "
+        f"{report['eval_episodes']} episodes); failed runs have none. Last {LAST_EVALS}: the mean "
+        f"of the last {LAST_EVALS} evaluations. Non-finite params: the "
         "first logged learner row (every log_every_seconds) reporting NaN/inf parameters. "
         "Skipped steps: optimizer steps skipped on overflow by compound loss scaling, all three "
         "optimizers, cumulative.",
@@ -520,20 +537,24 @@ def markdown(report: dict[str, Any]) -> str:
         "is pending):",
         "",
         "| variant | precision | fixes | seeds | failed | diverged | final return | "
-        "best return | vs fp32 | within 5% of fp32 | mean wall s |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
+        f"last {LAST_EVALS} | best return | vs fp32 | last {LAST_EVALS} vs fp32 | "
+        "within 5% of fp32 | mean wall s |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for name, v in variants.items():
         within = {True: "yes", False: "no", None: "-"}[v["within_5pct_of_fp32"]]
         rel = "-" if v["rel_to_fp32"] is None else f"{100 * v['rel_to_fp32']:+.1f}%"
+        rel5 = ("-" if v.get("last5_rel_to_fp32") is None
+                else f"{100 * v['last5_rel_to_fp32']:+.1f}%")
         final = _pm(v["final_mean"], v["final_std"])
         if v["final_n"] != v["seeds"] and v["final_mean"] is not None:
             final += f" (n={v['final_n']})"
         seeds = f"{v['seeds']} ({v['pending']} pending)" if v["pending"] else str(v["seeds"])
         lines.append(
             f"| {name} | {v['precision']} | {v['lowp_fixes']} | {seeds} | {v['failed']} | "
-            f"{v['diverged']} | {final} | {_pm(v['best_mean'], v['best_std'])} | {rel} | "
-            f"{within} | {_num(v['wall_time_s_mean'], '.0f')} |")
+            f"{v['diverged']} | {final} | {_pm(v.get('last5_mean'), v.get('last5_std'))} | "
+            f"{_pm(v['best_mean'], v['best_std'])} | {rel} | {rel5} | {within} | "
+            f"{_num(v['wall_time_s_mean'], '.0f')} |")
 
     lines += [] if not ablation["runs"] else [
         "",

@@ -119,6 +119,7 @@ def test_run_rows_variants_and_report(tmp_path):
     assert ok["skipped_steps"] == 4 and ok["loss_scale"] == 8192.0
     assert ok["nonfinite"] is False and ok["first_nonfinite_learner_steps"] is None
     assert ok["wall_time_s"] == 50.0 and ok["energy_kwh"] == 0.001
+    assert ok["last5_return"] == pytest.approx(600.0)  # 3 evaluations: the mean of all of them
 
     failed = rows[2]
     assert failed["status"] == "failed" and failed["error"].startswith("ValueError: Action")
@@ -127,7 +128,7 @@ def test_run_rows_variants_and_report(tmp_path):
     assert failed["first_nonfinite_actor_steps"] == 1000
     assert failed["first_nonfinite_learner_steps"] == 100
     assert failed["wall_time_s"] == 15.0 and failed["learner_steps"] == 100
-    assert failed["energy_kwh"] is None
+    assert failed["energy_kwh"] is None and failed["last5_return"] is None
 
     diverged = rows[5]
     assert diverged["status"] == "diverged" and diverged["final_return"] == 200
@@ -146,6 +147,10 @@ def test_run_rows_variants_and_report(tmp_path):
     assert naive["within_5pct_of_fp32"] is False and naive["best_mean"] == 310
     assert bf16["diverged"] == 1 and bf16["within_5pct_of_fp32"] is False
     assert bf16["rel_to_fp32"] == pytest.approx(200 / 850 - 1)
+    # Last 5 beside the final evaluation: fp32 (600 + 653.3) / 2, fixed (636.7 + 623.3) / 2.
+    assert fp32["last5_mean"] == pytest.approx(626.667, abs=1e-3)
+    assert fixed["last5_rel_to_fp32"] == pytest.approx(630.0 / 626.667 - 1, abs=1e-5)
+    assert naive["last5_mean"] is None and naive["last5_rel_to_fp32"] is None
     # Within 5% means not more than 5% below: above fp32 counts, 6% below does not.
     for finals, expected in (([950, 920], True), ([800, 797], False), ([810, 810], True)):
         extra = [{**rows[0], "name": "probe", "seed": i, "final_return": f, "best_return": f}
@@ -173,8 +178,9 @@ def test_run_rows_variants_and_report(tmp_path):
     assert "| fp16_naive | 0 | failed (ValueError: Action must not be NaN" in text
     assert "- (last eval 310.0 at 0)" in text
     assert "yes (learner step 100, actor step 1,000)" in text
-    assert "| fp16_fixed | fp16 | all | 2 | 0 | 0 | 850.0 ± 28.3 |" in text
-    assert "| +0.0% | yes |" in text
+    assert "| fp16_fixed | fp16 | all | 2 | 0 | 0 | 850.0 ± 28.3 | 630.0 ± 9.4 |" in text
+    assert "| +0.0% | +0.0% | yes |" in text
+    assert "| fp32 | 0 | ok | 800.0 | 600.0 | 800.0 (4,000) |" in text
     assert "| fp16_naive | fp16 | none | 1 | 1 | 0 | - |" in text
     assert "| minus_hadam |" in text and "| fp16_none | none | ok | 607.0 | +0.2% |" in text
     assert "| fp32 | n/a | 400 | 300 | 0 | 16 | 716 | 1.000 |" in text
@@ -283,7 +289,7 @@ def test_report_only_starts_no_run_and_reports_unfinished_runs_as_pending(tmp_pa
             "- (last eval 600.0 at 2,000) |") in text
     assert "| fp16_naive | 1 | pending (not started) | - | - |" in text
     assert ("| fp16_fixed | fp16 | all | 2 (1 pending) | 0 | 0 | 830.0 ± 0.0 (n=1) | "
-            "830.0 ± 0.0 | -2.4% | - | 50 |") in text
+            "636.7 ± 0.0 | 830.0 ± 0.0 | -2.4% | +1.6% | - | 50 |") in text
     # Without --report_only an unfinished run is not a row the report can read.
     with pytest.raises(ValueError, match="neither finished"):
         lowp_study.summarize_run(main / "fp16_fixed_seed1", "fp16_fixed")
