@@ -35,7 +35,6 @@ resumes), evaluations included.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -46,6 +45,7 @@ from absl import logging
 from actorq.core import Builder
 from launchpad_programs.actor_reports import ActorReports
 from launchpad_programs.data_path import DataPath
+from launchpad_programs.learner_checkpoints import LearnerCheckpoints
 from launchpad_programs.program import FINISHED, IDLE, WORKED, Channel, Node, NodeContext, Program
 from launchpad_programs.publish_schedule import PublishSchedule
 from launchpad_programs.run_directory import RunDirectory
@@ -303,7 +303,7 @@ class LearnerNode:
     def __init__(self, ctx: NodeContext, config: ml_collections.ConfigDict,
                  run_dir: RunDirectory, resume: bool, actors: tuple[str, ...],
                  evaluator: str) -> None:
-        from actorq.checkpointing import Checkpointer, NoIntactCheckpointError
+        from actorq.checkpointing import NoIntactCheckpointError
         from actorq.metrics.carbon import CarbonTracker
         from actorq.metrics.loggers import EVENTS_FILE, JSONLLogger
         from actorq.metrics.progress import Progress
@@ -332,9 +332,8 @@ class LearnerNode:
         drift_min = 1 if builder.data_path == "queue" else int(config.replay.min_size)
         self._drift = nodes.DriftMonitor(builder, table, drift_min, config.seed)
         self._drift_row: dict[str, float] = {}
-        self._checkpointer = Checkpointer(run_dir.checkpoints,
-                                          max_to_keep=int(config.keep_checkpoints))
         self._events = JSONLLogger(run_dir.path / EVENTS_FILE)
+        self._checkpoints = LearnerCheckpoints(run_dir, config, self._events)
         counters: dict[str, Any] = {
             "actor_steps": 0, "learner_calls": 0, "episodes": 0, "wall_time_s": 0.0,
             "actor_restarts": 0, "evaluator_restarts": 0,
@@ -344,16 +343,11 @@ class LearnerNode:
             # The newest checkpoint whose learner state, counters and replay all read; damaged
             # newer ones are skipped (a checkpoint_skipped row each in events.jsonl).
             try:
-                restored = self._checkpointer.restore_newest_valid(
-                    learner.state(), table if config.checkpoint_replay else None)
-            except NoIntactCheckpointError as e:
-                self._log_skipped(e.skipped, None)
-                self._checkpointer.close()
+                restored = self._checkpoints.restore(learner, table)
+            except NoIntactCheckpointError:
                 self._events.close()
                 raise
             if restored is not None:
-                self._log_skipped(restored.skipped, restored.step)
-                learner.restore(restored.learner_state)
                 counters.update(restored.counters)
                 logging.info("resumed from actor step %d (learner step %d, replay size %d)",
                              counters["actor_steps"], learner.steps, table.size)
@@ -379,8 +373,7 @@ class LearnerNode:
         self._data.start(base_steps, counters["actor_own_steps"])
         self._wall_offset = float(counters["wall_time_s"])
         self._max_steps = int(config.max_actor_steps)
-        self._every_ckpt = int(config.checkpoint_every_steps)
-        self._next_ckpt = (base_steps // self._every_ckpt + 1) * self._every_ckpt
+        self._checkpoints.start(base_steps)
 
         # Compile the learner update and the quantizer before the actors start, so that
         # compilation (seconds) is not time in which actors run with no learner.
@@ -411,15 +404,6 @@ class LearnerNode:
         self._log_calls, self._log_start = 0, time.perf_counter()
         self._tracker.start()
         self._write_pids()
-
-    def _log_skipped(self, skipped: Any, restored_step: int | None) -> None:
-        """One ``checkpoint_skipped`` row in events.jsonl per damaged checkpoint passed over."""
-        for skip in skipped:
-            self._events.write({
-                "event": "checkpoint_skipped", "step": skip.step,
-                "path": f"{self.run_dir.checkpoints.name}/{skip.path}", "reason": skip.reason,
-                "restored_step": restored_step, "time": time.time(),
-            })
 
     # ------------------------------------------------------------------------------ loop
 
@@ -559,9 +543,8 @@ class LearnerNode:
             self._progress.update(shown - self._shown_steps, eval=f"{self._last_eval:.1f}",
                                   learner=self._learner.steps)
             self._shown_steps = shown
-        if steps >= self._next_ckpt:
+        if self._checkpoints.due(steps):
             self._save_checkpoint()
-            self._next_ckpt = (steps // self._every_ckpt + 1) * self._every_ckpt
 
     def _write_learner_row(self, now: float) -> None:
         elapsed = max(now - self._log_start, 1e-9)
@@ -584,9 +567,7 @@ class LearnerNode:
         counters["actor_steps"] = self._counter.total()
         counters["actor_own_steps"] = self._counter.slots()
         counters["wall_time_s"] = self._run_seconds or self._wall_time()
-        saved = json.loads(json.dumps(counters, default=float))  # Orbax's JsonSave
-        self._checkpointer.save(saved["actor_steps"], self._learner.state(), saved,
-                                self._table if self.config.checkpoint_replay else None)
+        self._checkpoints.save(self._learner, counters, self._table)
 
     # ----------------------------------------------------------------------------- close
 
@@ -616,7 +597,7 @@ class LearnerNode:
             self._save_checkpoint()
         except Exception:  # noqa: BLE001
             logging.exception("could not save the final checkpoint")
-        self._checkpointer.close()
+        self._checkpoints.close()
         energy = self._tracker.stop()
         self._write_breakdowns()
         for log in (*self._actor_logs.values(), self._learner_log, self._eval_log,

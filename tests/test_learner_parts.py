@@ -4,8 +4,10 @@ reports (per incarnation)."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import ml_collections
+import numpy as np
 import pytest
 
 from actorq.runtime.breakdown import RuntimeBreakdown
@@ -79,3 +81,37 @@ def test_reports_count_every_incarnation_and_its_placement():
     assert summaries["actor_0"]["bytes_pulled"] == 400  # both incarnations, merged
     assert summaries["actor_0"]["ray_node"] == "h2"  # where the last incarnation runs
     assert set(summaries) == {"actor_0", "actor_1"}
+
+
+class _Learner:
+    def __init__(self, value: float):
+        self.params = {"w": np.full((3,), value, np.float32)}
+
+    def state(self):
+        return self.params
+
+    def restore(self, state):
+        self.params = {"w": np.asarray(state["w"])}
+
+
+def test_checkpoints_follow_the_actor_step_schedule_and_restore(tmp_path):
+    from launchpad_programs.learner_checkpoints import LearnerCheckpoints
+
+    run_dir = SimpleNamespace(checkpoints=tmp_path / "checkpoints")
+    config = ml_collections.ConfigDict({"keep_checkpoints": 2, "checkpoint_replay": False,
+                                        "checkpoint_every_steps": 100})
+    events: list[dict] = []
+    checkpoints = LearnerCheckpoints(run_dir, config, SimpleNamespace(write=events.append))
+    checkpoints.start(0)
+    assert [checkpoints.due(s) for s in (99, 100)] == [False, True]
+    checkpoints.save(_Learner(2.0), {"actor_steps": 250, "episodes": 3}, table=None)
+    assert [checkpoints.due(s) for s in (299, 300)] == [False, True]  # a whole interval on
+    checkpoints.close()
+
+    again = LearnerCheckpoints(run_dir, config, SimpleNamespace(write=events.append))
+    learner = _Learner(0.0)
+    restored = again.restore(learner, table=None)
+    again.close()
+    assert restored.step == 250 and restored.counters["episodes"] == 3
+    np.testing.assert_array_equal(learner.params["w"], [2.0, 2.0, 2.0])
+    assert events == []  # nothing damaged, nothing skipped
