@@ -27,6 +27,7 @@ from typing import Any
 from absl import flags
 from ml_collections import config_flags
 
+from actorq.analysis.runs import HELD_WINDOW
 from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, read_resumes, surviving_rows
 from actorq.metrics.machine import machine_name
@@ -42,9 +43,6 @@ def first_reaching(evals: Sequence[dict[str, Any]], threshold: float,
     return None
 
 
-# A run "holds" a target when its last evaluations stay there, not only its final one (DQN on
-# CartPole swings between 500 and ~200, so one final score is a coin toss).
-HELD_WINDOW = 5
 DRIFT_KEYS = ("policy_drift_disagreement", "policy_drift_action_distance")
 
 

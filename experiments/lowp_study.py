@@ -55,7 +55,7 @@ from absl import flags, logging
 from actorq.agents.sac.config import FIX_NAMES, PRECISIONS
 from actorq.analysis import runs
 from actorq.analysis.report import json_safe
-from actorq.analysis.runs import config_differences, config_to_dict, run_status
+from actorq.analysis.runs import HELD_WINDOW, config_differences, config_to_dict, run_status
 from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, surviving_rows
 from actorq.metrics.machine import machine_name
@@ -68,8 +68,6 @@ RECORD_FILES = (*runs.RECORD_FILES, FAILURE_FILE)
 # "Within 5% of fp32": a final-return mean at most 5% below fp32's. Above it counts too: a
 # low-precision learner that beats fp32 on these seeds has not lost to it.
 WITHIN = 0.05
-# Evaluations averaged into a run's "last 5" (beside its final evaluation).
-LAST_EVALS = 5
 DEFAULT_VARIANTS = "fp32,fp16_naive,fp16_fixed,bf16_fixed"
 
 
@@ -246,7 +244,7 @@ def summarize_run(run_dir: str | Path, name: str,
     ``config.json``: the row then takes ``config`` and shows no progress). ``final_return`` is
     the last evaluation of a run that reached its budget (None for a failed run: its last evaluation
     predates the failure; that one is ``last_eval_return``); ``last5_return`` the mean of its last
-    :data:`LAST_EVALS` evaluations, which one noisy evaluation moves less. ``first_nonfinite_*``
+    ``HELD_WINDOW`` evaluations (one noisy evaluation moves it less). ``first_nonfinite_*``
     is the first *logged* learner row with ``nonfinite != 0`` (rows come every
     ``log_every_seconds``, so the parameters went non-finite at or before it).
     """
@@ -282,6 +280,8 @@ def summarize_run(run_dir: str | Path, name: str,
     last = evals[-1] if evals else None
     max_steps = int(saved["max_actor_steps"])
     reached = last is not None and int(last["actor_steps"]) >= max_steps
+    ended_in_budget = reached and status not in ("failed", "pending")
+    held = evals[-HELD_WINDOW:]
     learner_cfg = saved.get("learner", {})
     precision = str(learner_cfg.get("precision", "fp32"))
     if finished:
@@ -304,12 +304,10 @@ def summarize_run(run_dir: str | Path, name: str,
         "max_actor_steps": max_steps,
         "status": status,
         "error": None if failure is None else f"{failure['error_type']}: {failure['error']}",
-        "final_return": (_finite_or_none(last["eval_return"])
-                         if reached and status not in ("failed", "pending") else None),
-        "last5_return": (float(np.mean([float(r["eval_return"]) for r in evals[-LAST_EVALS:]]))
-                         if reached and status not in ("failed", "pending")
-                         and all(_finite_or_none(r.get("eval_return")) is not None
-                                 for r in evals[-LAST_EVALS:]) else None),
+        "final_return": (_finite_or_none(last["eval_return"]) if ended_in_budget else None),
+        "last5_return": (float(np.mean([float(r["eval_return"]) for r in held]))
+                         if ended_in_budget and all(_finite_or_none(r.get("eval_return"))
+                                                    is not None for r in held) else None),
         "last_eval_return": None if last is None else _finite_or_none(last["eval_return"]),
         "last_eval_actor_steps": None if last is None else int(last["actor_steps"]),
         "best_return": None if best is None else float(best["eval_return"]),
@@ -477,7 +475,7 @@ def _short_path(run_dir: str) -> str:
 
 def _run_table(rows: Sequence[dict[str, Any]], first: str) -> list[str]:
     lines = [
-        f"| {first} | seed | status | final return | last {LAST_EVALS} | best return (at step) | "
+        f"| {first} | seed | status | final return | last {HELD_WINDOW} | best return (at step) | "
         "non-finite params | skipped steps | final loss scale (critic/actor/alpha) | "
         "learner steps | wall s |",
         "|---|---:|---|---:|---:|---:|---|---:|---|---:|---:|",
@@ -522,8 +520,8 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Final return: the evaluation at the end of the budget (mean of "
-        f"{report['eval_episodes']} episodes); failed runs have none. Last {LAST_EVALS}: the mean "
-        f"of the last {LAST_EVALS} evaluations. Non-finite params: the "
+        f"{report['eval_episodes']} episodes); failed runs have none. Last {HELD_WINDOW}: the mean "
+        f"of the last {HELD_WINDOW} evaluations. Non-finite params: the "
         "first logged learner row (every log_every_seconds) reporting NaN/inf parameters. "
         "Skipped steps: optimizer steps skipped on overflow by compound loss scaling, all three "
         "optimizers, cumulative.",
@@ -537,7 +535,7 @@ def markdown(report: dict[str, Any]) -> str:
         "is pending):",
         "",
         "| variant | precision | fixes | seeds | failed | diverged | final return | "
-        f"last {LAST_EVALS} | best return | vs fp32 | last {LAST_EVALS} vs fp32 | "
+        f"last {HELD_WINDOW} | best return | vs fp32 | last {HELD_WINDOW} vs fp32 | "
         "within 5% of fp32 | mean wall s |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]

@@ -21,6 +21,11 @@ RunStatus = Literal["missing", "finished", "partial"]
 # they can be kept beside a docs page.
 RECORD_FILES = ("config.json", "eval.jsonl", "summary.json", "energy.json", "learner.jsonl")
 
+# A run "holds" a target when its last evaluations stay there, not only its final one (DQN on
+# CartPole swings between 500 and ~200, so one final score is a coin toss): the issues' "holds"
+# is the mean of the last HELD_WINDOW evaluations.
+HELD_WINDOW = 5
+
 # Fields that may differ between a requested config and a reusable run (where it lives).
 _IGNORED_CONFIG_KEYS = frozenset({"run_dir"})
 # Fields added after runs were saved, with the value that reproduces the code from before them:
