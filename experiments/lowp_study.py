@@ -59,7 +59,7 @@ from actorq.analysis.runs import HELD_WINDOW, config_differences, config_to_dict
 from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.metrics.loggers import read_jsonl, surviving_rows
 from actorq.metrics.machine import machine_name
-from launchpad_programs.study_runs import check_grid
+from launchpad_programs.study_runs import check_grid, records_kept_if_stopped
 
 FAILURE_FILE = "failure.json"
 # What the report reads of a run: the common records, the learner's log (skipped steps, loss
@@ -164,7 +164,8 @@ def run_recording_failures(
 ) -> Path:
     """:func:`_run_or_record_failure`; then, with ``keep``, the run's :data:`RECORD_FILES` are
     copied to ``keep/<its folder>/<its name>`` (``main/``, ``ablation/``, ``actorq/``) as soon
-    as it ends, so a study cut short keeps every run that finished (or failed).
+    as it ends, so a study cut short keeps every run that finished (or failed), and the records so
+    far of the run it stopped in.
 
     ``report_only``: runs nothing and copies nothing; only checks that a run already in
     ``run_dir`` has ``config`` (:func:`summarize_run` then reports an unfinished one as pending).
@@ -172,7 +173,9 @@ def run_recording_failures(
     if report_only:
         _check_same_config(config, Path(run_dir))
         return Path(run_dir)
-    path = _run_or_record_failure(config, run_dir, reuse)
+    keep_dir = None if keep is None else keep / Path(run_dir).parent.name
+    with records_kept_if_stopped(run_dir, keep_dir):
+        path = _run_or_record_failure(config, run_dir, reuse)
     if keep is not None:
         runs.copy_run_records([path], keep / path.parent.name, RECORD_FILES, finished_only=False)
     return path

@@ -52,7 +52,7 @@ from actorq.analysis.speedup import final_returns, load_run, smoothed_mean_curve
 from actorq.command_line import bad_input, check_writable_dir, parse_ints, run_absl
 from actorq.quantization.numerics import check_bits
 from launchpad_programs.launch import check_config
-from launchpad_programs.study_runs import run_or_load
+from launchpad_programs.study_runs import records_kept_if_stopped, run_or_load
 
 BASELINE = "fp32"
 # QuaRL (App. A): quantization switched on at half of training gave the best rewards.
@@ -146,11 +146,13 @@ def run_sweep(
     """Runs (or reuses) every run of :func:`plan_sweep`; returns their directories.
 
     With ``keep``, each run's records are copied to ``keep/<run name>`` as soon as it ends, so a
-    sweep cut short (or a machine lost) keeps every run that finished."""
+    sweep cut short (or a machine lost) keeps every run that finished, and the records so far of
+    the run it stopped in."""
     plan = plan_sweep(config, bits, seeds, out_dir, delay_fraction, delay_steps)
     dirs = []
     for run_config, path in plan:
-        dirs.append(run_or_load(run_config, path, reuse))
+        with records_kept_if_stopped(path, keep or None):
+            dirs.append(run_or_load(run_config, path, reuse))
         if keep:
             copy_run_records(dirs[-1:], keep)
     return dirs

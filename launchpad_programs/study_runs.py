@@ -7,7 +7,8 @@ these; reading the runs afterwards is ``actorq.analysis``'s job.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import ml_collections
@@ -26,6 +27,21 @@ from actorq.command_line import Interrupted, check_writable_dir
 
 class RunInterrupted(Interrupted):
     """A run stopped before ``max_actor_steps`` (Ctrl-C/SIGTERM); re-running resumes it."""
+
+
+@contextlib.contextmanager
+def records_kept_if_stopped(run_dir: str | Path, keep_dir: str | Path | None) -> Iterator[None]:
+    """Around a :func:`run_or_load`: if the run is stopped (:class:`RunInterrupted`), its records
+    so far are copied to ``keep_dir/<run name>`` before the stop goes on, so that its evaluations
+    outlive the run directory (checkpoints stay only there; a machine handed back mid-run loses
+    them). The copy's ``summary.json`` says ``interrupted``: every reader treats it as unfinished,
+    and the finished run's copy replaces it."""
+    try:
+        yield
+    except RunInterrupted:
+        if keep_dir is not None and (Path(run_dir) / "config.json").is_file():
+            copy_run_records([run_dir], keep_dir, finished_only=False)
+        raise
 
 
 def run_or_load(
@@ -112,15 +128,17 @@ def run_grid(
     """Runs (or reuses) ``config`` for every (quantizer, seed) into
     ``out_dir/<quantizer>_seed<seed>``; returns the run directories. Unknown or duplicate
     quantizers raise ValueError before anything runs. With ``keep``, each run's records are
-    copied to ``keep/<run name>`` as soon as it ends (a grid cut short keeps what finished)."""
+    copied to ``keep/<run name>`` as soon as it ends (a grid cut short keeps what finished, and
+    the records so far of the run it stopped in)."""
     dirs = []
     for spec in parse_quantizers(quantizers, include_baseline=False):
         for seed in seeds:
             run_config = config.copy_and_resolve_references()
             run_config.quantizer = spec
             run_config.seed = int(seed)
-            dirs.append(run_or_load(run_config, Path(out_dir) / f"{safe_name(spec)}_seed{seed}",
-                                    reuse))
+            path = Path(out_dir) / f"{safe_name(spec)}_seed{seed}"
+            with records_kept_if_stopped(path, keep or None):
+                dirs.append(run_or_load(run_config, path, reuse))
             if keep:
                 copy_run_records(dirs[-1:], keep)
     return dirs

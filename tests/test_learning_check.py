@@ -109,3 +109,33 @@ def test_kept_records_are_copied_as_each_run_ends(tmp_path, monkeypatch):
     kept = learning_check.summarize_run(keep / "int8_seed0", threshold=475)
     original = learning_check.summarize_run(tmp_path / "runs" / "int8_seed0", threshold=475)
     assert kept.pop("run_dir") != original.pop("run_dir") and kept == original
+
+
+def test_a_stopped_runs_records_so_far_are_kept(tmp_path, monkeypatch):
+    """--keep_records and a stop (SIGTERM): the stopped run's evaluations so far are copied too,
+    marked unfinished, so that losing its run directory does not lose them; a run stopped before
+    it wrote its config leaves nothing."""
+    import pytest
+
+    from actorq.analysis.runs import run_status
+    from configs import dqn_actorq
+    from launchpad_programs import study_runs
+
+    def stopped_run(run_config, path, reuse):
+        if run_config.quantizer == "fp32":
+            raise study_runs.RunInterrupted("stop")
+        write_run(path.parent, run_config.quantizer, [(20, 20), (500, 500)], drift=[0.1])
+        (path / "summary.json").write_text(json.dumps(
+            {"learner_steps": 100, "wall_time_s": 1.0, "interrupted": True}))
+        raise study_runs.RunInterrupted("stop")
+
+    monkeypatch.setattr(study_runs, "run_or_load", stopped_run)
+    keep = tmp_path / "docs"
+    for quantizer in ("int8", "fp32"):
+        with pytest.raises(study_runs.RunInterrupted):
+            study_runs.run_grid(dqn_actorq.get_config("cartpole_small"), [quantizer], [0],
+                                tmp_path / "runs", keep=keep)
+    assert sorted(p.name for p in keep.iterdir()) == ["int8_seed0"]
+    assert run_status(keep / "int8_seed0") == "partial"
+    kept = learning_check.summarize_run(keep / "int8_seed0", threshold=475)
+    assert kept["evaluations"] == 2 and kept["final_return"] == 500

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from actorq.agents.sac.config import FIX_NAMES
-from actorq.analysis.runs import config_to_dict, copy_run_records
+from actorq.analysis.runs import config_to_dict, copy_run_records, run_status
 from configs import sac_actorq
 from experiments import lowp_study
 from launchpad_programs import study_runs
@@ -405,3 +405,26 @@ def test_kept_records_rebuild_the_report_without_running(tmp_path, monkeypatch):
     before = {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()}
     lowp_study.build_report(config, variants, [0, 1], 0, 0, kept, True, True, "cmd", keep=kept)
     assert {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()} == before
+
+
+def test_a_stopped_runs_records_so_far_are_kept_in_its_folder(tmp_path, monkeypatch):
+    """A study stopped mid-run (SIGTERM) keeps that run's evaluations so far in
+    ``keep/main/<run>``, reported as pending with its progress."""
+    def stopped_run(config, run_dir, reuse=True):
+        _fake_run(Path(run_dir).parent, Path(run_dir).name, "fp32", "none", 0, [300, 700],
+                  steps=int(config.max_actor_steps), fail_at=2000)
+        (Path(run_dir) / lowp_study.FAILURE_FILE).unlink()  # stopped, not failed
+        raise study_runs.RunInterrupted("stop")
+
+    monkeypatch.setattr(study_runs, "run_or_load", stopped_run)
+    config = sac_actorq.get_config("cartpole_balance_small")
+    config.max_actor_steps = 4000
+    kept = tmp_path / "records"
+    with pytest.raises(study_runs.RunInterrupted):
+        lowp_study.run_recording_failures(config, tmp_path / "runs" / "main" / "fp32_seed0",
+                                          keep=kept)
+    copy = kept / "main" / "fp32_seed0"
+    assert (copy / "eval.jsonl").read_text() == (
+        tmp_path / "runs" / "main" / "fp32_seed0" / "eval.jsonl").read_text()
+    assert run_status(copy) == "partial"
+    assert lowp_study.summarize_run(copy, "fp32", config)["status"] == "pending"
