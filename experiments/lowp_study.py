@@ -176,8 +176,8 @@ def run_recording_failures(
     keep_dir = None if keep is None else keep / Path(run_dir).parent.name
     with records_kept_if_stopped(run_dir, keep_dir):
         path = _run_or_record_failure(config, run_dir, reuse)
-    if keep is not None:
-        runs.copy_run_records([path], keep / path.parent.name, RECORD_FILES, finished_only=False)
+    if keep_dir is not None:
+        runs.copy_run_records([path], keep_dir, RECORD_FILES, finished_only=False)
     return path
 
 
