@@ -21,6 +21,7 @@ import jax
 import numpy as np
 from absl import flags
 
+from actorq.agents.builder import AgentBuilder
 from actorq.agents.dqn import learning as dqn_learning
 from actorq.agents.on_policy import learning as on_policy_learning
 from actorq.bounds import POSITIVE_INT, check_bounds
@@ -35,7 +36,7 @@ _CALLS = flags.DEFINE_integer("calls", 100, "Timed learner steps per variant (af
 _MODULES = (dqn_learning, on_policy_learning)
 
 
-def one_batch(builder: Any) -> dict[str, np.ndarray]:
+def one_batch(builder: AgentBuilder) -> dict[str, np.ndarray]:
     """A random batch of the builder's table signature: ``[calls, batch, ...]`` for replay
     agents (one SGD step per call), ``[unrolls, T, ...]`` for the queue agents."""
     rng = np.random.default_rng(0)
@@ -62,7 +63,7 @@ def _scan_with_loop(step: Callable, init: Any, xs: Any, unrolled: bool) -> tuple
     return jax.lax.scan(step, init, xs, unroll=unrolled)
 
 
-def time_learner(builder: Any, batch: dict[str, np.ndarray], calls: int,
+def time_learner(builder: AgentBuilder, batch: dict[str, np.ndarray], calls: int,
                  scan: Callable | None = None) -> float:
     """ms per learner step; ``scan`` replaces the learners' ``scan_without_loop``."""
     originals = [module.scan_without_loop for module in _MODULES]

@@ -22,11 +22,14 @@ requests and supervision.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ml_collections
 
 from actorq.replay import MinSize, RateLimiter, SampleToInsertRatio, Table
+
+if TYPE_CHECKING:
+    from actorq.core import Builder
 
 # ratio and none pace a replay table; queue is the on-policy data path's (an agent whose builder
 # says data_path="queue" must use it, and only it may).
@@ -35,7 +38,7 @@ RATE_LIMITERS = ("ratio", "none", "queue")
 UNLIMITED_STEPS = 1 << 62
 
 
-def error_buffer(config: ml_collections.ConfigDict, builder: Any) -> float:
+def error_buffer(config: ml_collections.ConfigDict, builder: Builder) -> float:
     """Acme's error buffer, ``min_size * tolerance * samples_per_insert``, raised where needed so
     that one learner call always fits between the limiter's bounds (or the two sides could wait
     for each other forever)."""
@@ -98,7 +101,7 @@ def check_pacing(config: ml_collections.ConfigDict) -> None:
             f"replay.samples_per_insert_tolerance must be >= 0, got {tolerance}")
 
 
-def make_rate_limiter(config: ml_collections.ConfigDict, builder: Any) -> RateLimiter:
+def make_rate_limiter(config: ml_collections.ConfigDict, builder: Builder) -> RateLimiter:
     """The table's rate limiter for ``config.replay`` (see the module docstring)."""
     check_pacing(config)
     replay = config.replay

@@ -16,9 +16,12 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from actorq.core import Builder
 
 
 def peak_rss_mib() -> float:
@@ -102,7 +105,7 @@ class ActorWorker:
     def __init__(
         self,
         config: Any,
-        builder: Any,
+        builder: Builder,
         index: int,
         num_actors: int,
         source: Any,

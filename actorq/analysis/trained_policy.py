@@ -17,6 +17,7 @@ import ml_collections
 import numpy as np
 
 from actorq.checkpointing import Checkpointer
+from actorq.core import Builder
 from actorq.envs import is_discrete
 from actorq.networks.mlp import MLP
 from actorq.quantization import make_policy_quantizer
@@ -44,7 +45,7 @@ class TrainedPolicy:
 
     run_dir: Path
     config: ml_collections.ConfigDict
-    builder: Any
+    builder: Builder
     params: Any
     network: MLP
     checkpoint_step: int
