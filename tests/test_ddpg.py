@@ -161,10 +161,15 @@ def test_reward_floor_raises_only_the_rewards_below_it(floor, expected):
     assert [float(item["reward"]) for item in items] == expected
 
 
-def test_bipedalwalker_preset_floors_rewards_and_a_nan_floor_is_refused():
+def test_bipedalwalker_preset_floors_rewards_decays_over_its_budget_and_a_nan_floor_is_refused():
     from configs.ddpg_actorq import get_config
 
-    assert get_config("bipedalwalker").learner.reward_floor == -10.0
+    config = get_config("bipedalwalker")
+    assert config.learner.reward_floor == -10.0
+    # The rates decay to 0 over the budget, and the replay keeps every transition.
+    assert config.learner.learning_rate_decay_steps == config.max_actor_steps
+    assert config.replay.max_size >= config.max_actor_steps
+    assert get_config("halfcheetah").learner.learning_rate_decay_steps == 0
     assert get_config("halfcheetah").learner.reward_floor is None
     with pytest.raises(ValueError, match="reward_floor"):
         DDPGConfig(reward_floor=float("nan"))
