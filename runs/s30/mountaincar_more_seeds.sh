@@ -6,10 +6,11 @@
 cd /work/main
 out=runs/recipe_head_mountaincar_more
 mkdir -p /root/actorq_runs/recipe_head_mountaincar_more && ln -sfn /root/actorq_runs/recipe_head_mountaincar_more $out
-for seed in $(seq 12 35); do
+# FIRST/LAST: the seeds to train (default 12-35); REPORT_FIRST: the report covers REPORT_FIRST-35 (default 12).
+for seed in $(seq ${FIRST:-12} ${LAST:-35}); do
   python -m experiments.learning_check --config=configs/dqn_actorq.py:mountaincar_small --quantizers=int8,fp32 \
       --seeds=$seed --threshold=-110 --out_dir=$out > /dev/null || exit 1
 done
 python -m experiments.learning_check --config=configs/dqn_actorq.py:mountaincar_small --quantizers=int8,fp32 \
-    --seeds=$(seq -s, 12 35) --threshold=-110 --out_dir=$out \
+    --seeds=$(seq -s, ${REPORT_FIRST:-12} 35) --threshold=-110 --out_dir=$out \
     --keep_records=docs/results/recipe_head_dqn_mountaincar_more
