@@ -22,7 +22,8 @@ TASKS = {
     "walker2d": ("docs/results/learning_ddpg_walker2d", 1250.0, {
         "seed 0, preset": ".",
         "seed 1, preset": "seed1",
-        "seed 0, LR decay": "lr_decay/int8_seed0"}),
+        "seed 0, LR decay": "lr_decay/int8_seed0",
+        "seed 1, LR decay": "lr_decay/int8_seed1"}),
 }
 if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
     sys.exit(f"error: usage: plot_ddpg_decay.py {'|'.join(TASKS)}")
